@@ -1,0 +1,97 @@
+//! `gangplan gen`.
+
+use super::{exit, Failure};
+use clap::Args;
+use gangplan::gen::{generate, GenParams};
+use std::path::PathBuf;
+
+/// Write a synthetic instance.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Nodes.
+    #[arg(long, default_value_t = 32)]
+    pub nodes: usize,
+    /// Pending jobs.
+    #[arg(long, default_value_t = 80)]
+    pub pending: usize,
+    /// Seed (same parameters and seed give the same instance).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Nodes per rack.
+    #[arg(long, default_value_t = 16)]
+    pub nodes_per_rack: usize,
+    /// Racks per pod.
+    #[arg(long, default_value_t = 8)]
+    pub racks_per_pod: usize,
+    /// Fraction of GPUs held by running jobs.
+    #[arg(long, default_value_t = 0.65)]
+    pub busy: f64,
+    /// Fraction of GPUs down.
+    #[arg(long, default_value_t = 0.01)]
+    pub down: f64,
+    /// Tenants (the last one gets a quota of a quarter of the GPUs).
+    #[arg(long, default_value_t = 3)]
+    pub tenants: usize,
+    /// Largest pending gang.
+    #[arg(long, default_value_t = 64)]
+    pub max_gang: u32,
+    /// Fraction of pending jobs that share one GPU (gpu_milli).
+    #[arg(long, default_value_t = 0.05)]
+    pub sharers: f64,
+    /// policy.time_limit written into the instance.
+    #[arg(long, default_value_t = 10.0)]
+    pub time_limit: f64,
+    /// Write JSON instead of YAML (both are valid instances; JSON parses faster).
+    #[arg(long)]
+    pub json: bool,
+    /// Output file (atomic); stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Run `gen`.
+pub fn run(a: GenArgs) -> Result<i32, Failure> {
+    let bad = |m: String| Failure::new(exit::BAD_INPUT, anyhow::anyhow!(m));
+    if a.nodes == 0 || a.nodes > 100_000 {
+        return Err(bad(format!("--nodes is {}; expected 1..=100000", a.nodes)));
+    }
+    for (name, v) in [
+        ("--busy", a.busy),
+        ("--down", a.down),
+        ("--sharers", a.sharers),
+    ] {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(bad(format!("{name} is {v}; expected a fraction in 0..=1")));
+        }
+    }
+    if a.nodes_per_rack == 0 || a.racks_per_pod == 0 || a.tenants == 0 || a.max_gang == 0 {
+        return Err(bad(
+            "--nodes-per-rack, --racks-per-pod, --tenants and --max-gang must be at least 1".into(),
+        ));
+    }
+    let p = GenParams {
+        nodes: a.nodes,
+        pending: a.pending,
+        seed: a.seed,
+        nodes_per_rack: a.nodes_per_rack,
+        racks_per_pod: a.racks_per_pod,
+        busy: a.busy,
+        down: a.down,
+        tenants: a.tenants,
+        max_gang: a.max_gang,
+        sharers: a.sharers,
+        time_limit: a.time_limit,
+    };
+    let raw = generate(&p);
+    let text = if a.json {
+        serde_json::to_string(&raw).map_err(|e| Failure::new(exit::INTERNAL, e.into()))? + "\n"
+    } else {
+        serde_yaml::to_string(&raw).map_err(|e| Failure::new(exit::INTERNAL, e.into()))?
+    };
+    match &a.out {
+        Some(path) => gangplan::fsutil::write_atomic(path, text.as_bytes())
+            .map_err(|e| Failure::new(exit::IO, e.into()))?,
+        None => print!("{text}"),
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,122 @@
+//! Command-line interface: raw flags (clap) -> resolved settings -> library calls; anyhow at
+//! this edge only. Every error maps to a documented exit code; panics are caught and reported
+//! as internal failures.
+
+mod gen_cmd;
+mod solve_cmd;
+mod validate_cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes (documented in README.md and `--help`).
+pub mod exit {
+    /// A valid plan was written (jobs may stay pending), or the checked plan is valid.
+    pub const OK: i32 = 0;
+    /// Bad input: unreadable or invalid instance, plan or model file, or bad flags.
+    pub const BAD_INPUT: i32 = 2;
+    /// `validate`: the plan breaks a rule.
+    pub const PLAN_INVALID: i32 = 3;
+    /// Internal failure: a planner produced an invalid plan, or a bug (panic) was caught.
+    pub const INTERNAL: i32 = 4;
+    /// Another round holds the lock.
+    pub const LOCKED: i32 = 5;
+    /// An I/O failure writing output.
+    pub const IO: i32 = 6;
+}
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  a valid plan was written (some jobs may stay pending); for `validate`, the plan is valid
+  2  bad input: the instance, plan or model file is unreadable or invalid, or a flag is wrong
+  3  `validate`: the plan breaks a rule of the SPEC (each violation is printed)
+  4  internal failure: a planner produced an invalid plan (nothing is written) or a bug was caught
+  5  another planning round holds the lock
+  6  output could not be written
+
+Examples:
+  gangplan solve instances/quickstart.yaml
+  gangplan solve instances/quickstart.yaml --out plan.json --time-limit 5
+  gangplan validate instances/quickstart.yaml plan.json
+  gangplan gen --nodes 32 --pending 80 --seed 7 --out round.yaml";
+
+/// gangplan: a GPU-cluster batch planner. Each round decides which pending gangs start on which
+/// GPUs, and which running jobs to preempt, by solving a mixed-integer program with HiGHS,
+/// starting from (and never doing worse than) a topology-aware greedy bin-packer.
+#[derive(Debug, Parser)]
+#[command(name = "gangplan", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plan one round from an instance file and print or write the plan.
+    Solve(solve_cmd::SolveArgs),
+    /// Check a plan against its instance (the rules of SPEC.md).
+    Validate(validate_cmd::ValidateArgs),
+    /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
+    Gen(gen_cmd::GenArgs),
+}
+
+/// An error at the edge, with its exit code.
+#[derive(Debug)]
+pub struct Failure {
+    /// Exit code.
+    pub code: i32,
+    /// What went wrong.
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// Map a library error to its exit code.
+    pub fn from_lib(e: gangplan::Error) -> Self {
+        let code = match &e {
+            gangplan::Error::Input { .. } => exit::BAD_INPUT,
+            gangplan::Error::Io { .. } => exit::BAD_INPUT,
+            gangplan::Error::InvalidPlan { .. } => exit::INTERNAL,
+            gangplan::Error::Solver(_) => exit::INTERNAL,
+        };
+        Failure {
+            code,
+            error: e.into(),
+        }
+    }
+
+    /// A failure with an explicit code.
+    pub fn new(code: i32, error: anyhow::Error) -> Self {
+        Failure { code, error }
+    }
+}
+
+/// Run the command line; returns the exit code.
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::BAD_INPUT
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("gangplan: internal error (a bug; please report it with the input): {info}");
+    }));
+    let result = std::panic::catch_unwind(|| match cli.command {
+        Command::Solve(a) => solve_cmd::run(a),
+        Command::Validate(a) => validate_cmd::run(a),
+        Command::Gen(a) => gen_cmd::run(a),
+    });
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(f)) => {
+            eprintln!("gangplan: error: {:#}", f.error);
+            f.code
+        }
+        Err(_) => exit::INTERNAL,
+    }
+}

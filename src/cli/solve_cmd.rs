@@ -1,0 +1,148 @@
+//! `gangplan solve`.
+
+use super::{exit, Failure};
+use clap::{Args, ValueEnum};
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::load_instance_file;
+use gangplan::plan::{render_plan, validate_plan, Plan, SolverInfo};
+use gangplan::solve::{solve, PlannerKind, SolveOptions};
+use gangplan::topology::Topology;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Output format of a plan.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// JSON (the SPEC's plan format).
+    Json,
+    /// The same object as YAML.
+    Yaml,
+}
+
+/// Planner choice on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PlannerArg {
+    /// Greedy start, then the MIP (HiGHS); never worse than greedy.
+    Ilp,
+    /// The topology-aware greedy bin-packer alone.
+    Greedy,
+}
+
+/// Plan one round.
+#[derive(Debug, Args)]
+pub struct SolveArgs {
+    /// Instance file (YAML or JSON; see SPEC.md).
+    pub instance: PathBuf,
+    /// Write the plan here (atomically, only after it passed the validator); stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seconds for the whole command, read to write; overrides policy.time_limit.
+    #[arg(long, value_name = "S")]
+    pub time_limit: Option<f64>,
+    /// Relative MIP gap at which to stop (0.01 = 1%); overrides policy.mip_gap.
+    #[arg(long, value_name = "G")]
+    pub gap: Option<f64>,
+    /// Which planner.
+    #[arg(long, value_enum, default_value_t = PlannerArg::Ilp)]
+    pub planner: PlannerArg,
+    /// Plan output format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// Folder with hardware/ and workloads/ model files, added to the shipped ones.
+    #[arg(long, value_name = "DIR")]
+    pub models: Option<PathBuf>,
+    /// Also write the MIP as .mps or .lp (by extension) to reproduce the solve elsewhere.
+    #[arg(long, value_name = "FILE")]
+    pub write_model: Option<PathBuf>,
+}
+
+/// Serialise a plan.
+pub fn encode(plan: &Plan, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Json => serde_json::to_string_pretty(plan)? + "\n",
+        Format::Yaml => serde_yaml::to_string(plan)?,
+    })
+}
+
+/// Run `solve`.
+pub fn run(a: SolveArgs) -> Result<i32, Failure> {
+    let started = Instant::now();
+    let bad = |m: String| Failure::new(exit::BAD_INPUT, anyhow::anyhow!(m));
+    if let Some(t) = a.time_limit {
+        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+            return Err(bad(format!(
+                "--time-limit is {t}; expected seconds in (0, 86400]"
+            )));
+        }
+    }
+    if let Some(g) = a.gap {
+        if !(g.is_finite() && (0.0..=1.0).contains(&g)) {
+            return Err(bad(format!("--gap is {g}; expected a fraction in 0..=1")));
+        }
+    }
+    if let Some(w) = &a.write_model {
+        let ext = w.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext != "mps" && ext != "lp" {
+            return Err(bad(format!(
+                "--write-model {}: the file must end in .mps or .lp",
+                w.display()
+            )));
+        }
+    }
+    let models = match &a.models {
+        Some(dir) => ModelLibrary::with_dir(dir).map_err(Failure::from_lib)?,
+        None => ModelLibrary::builtin(),
+    };
+    let mut inst = load_instance_file(&a.instance, &models).map_err(Failure::from_lib)?;
+    if let Some(t) = a.time_limit {
+        inst.policy.time_limit = t;
+    }
+    if let Some(g) = a.gap {
+        inst.policy.mip_gap = g;
+    }
+    let planner = match a.planner {
+        PlannerArg::Ilp => PlannerKind::Ilp,
+        PlannerArg::Greedy => PlannerKind::Greedy,
+    };
+    let deadline = started + Duration::from_secs_f64(inst.policy.time_limit);
+    let opts = SolveOptions {
+        planner,
+        deadline,
+        mip_gap: inst.policy.mip_gap,
+        write_model: a.write_model.clone(),
+    };
+    let inst = Arc::new(inst);
+    let topo = Arc::new(Topology::new(&inst));
+    let out = solve(&inst, &topo, &opts);
+    if let Some(note) = &out.note {
+        eprintln!("gangplan: {note}");
+    }
+    let gap = out
+        .bound
+        .map(|b| (b - out.objective) / out.objective.abs().max(1.0));
+    let info = SolverInfo {
+        path: out.path.to_string(),
+        seconds: started.elapsed().as_secs_f64(),
+        objective: out.objective,
+        bound: out.bound,
+        gap,
+        time_limit_hit: out.time_limit_hit,
+        greedy_objective: Some(out.greedy_objective),
+        note: out.note.clone(),
+    };
+    let plan = render_plan(&inst, &out.assignment, out.status, info);
+    validate_plan(&inst, &plan).map_err(|e| {
+        Failure::new(
+            exit::INTERNAL,
+            anyhow::anyhow!("refusing to write an invalid plan (a planner bug): {e}"),
+        )
+    })?;
+    let text = encode(&plan, a.format).map_err(|e| Failure::new(exit::INTERNAL, e))?;
+    match &a.out {
+        Some(path) => gangplan::fsutil::write_atomic(path, text.as_bytes())
+            .map_err(|e| Failure::new(exit::IO, e.into()))?,
+        None => print!("{text}"),
+    }
+    Ok(exit::OK)
+}

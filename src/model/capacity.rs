@@ -1,0 +1,169 @@
+//! Capacity: whole GPUs, shared milli, CPU and memory of every node.
+//!
+//! ```text
+//! whole GPUs of node n:   sum_j x_jn + sum_i z_ni <= free_n + sum_k g_kn p_k
+//! shared GPU g:           sum_j m_j s_jg <= 1000 - milli_g + sum_{k sharer on g} m_k p_k
+//! fresh sharing slot i:   sum_j m_j s_j(n,i) <= 1000 z_ni,      z_ni >= z_n(i+1)
+//! CPU of node n:          sum_j cpu_jn + sum_sharers cpu_j s + sum_cpu-only cpu_j c_jn
+//!                           - sum_k cpu_kn p_k <= max(0, cpu_free_n)       (memory alike)
+//!   cpu_jn = ceil(cpu_j k / g_j) u_jn for fixed cells, cpu_j / g_j x_jn + u_jn for free ones
+//!   (the +u_jn covers the rounding up of SPEC's ceil share).
+//! ```
+//! Down GPUs are never free, so they never count as capacity. Whether freed GPUs may go to a
+//! given job is the preemption family's rule.
+
+use super::{CellCount, Ctx, MipModel, ShareSlot};
+use crate::state::{resource_share, GpuUse};
+use good_lp::Expression;
+
+/// Whole-GPU demand placed on node n: (priority, expression) per job with a cell there.
+pub fn whole_users(ctx: &Ctx, m: &MipModel, n: usize) -> Vec<(i64, Expression)> {
+    let mut out = Vec::new();
+    for (j, cells) in m.vars.cells.iter().enumerate() {
+        for cell in cells.iter().filter(|c| c.node == n) {
+            out.push((ctx.inst.pending[j].priority, cell.count_expr()));
+        }
+    }
+    out
+}
+
+/// Fresh sharing slots of node n as one expression.
+pub fn fresh_slots(m: &MipModel, n: usize) -> Expression {
+    m.vars.fresh[n].iter().copied().sum()
+}
+
+/// Add the capacity rows.
+pub fn add(ctx: &Ctx, m: &mut MipModel) {
+    let inst = ctx.inst;
+    for n in 0..inst.nodes.len() {
+        // Whole GPUs.
+        let users = whole_users(ctx, m, n);
+        let slots = fresh_slots(m, n);
+        if !users.is_empty() || !m.vars.fresh[n].is_empty() {
+            let mut lhs: Expression = users.into_iter().map(|(_, e)| e).sum::<Expression>() + slots;
+            for (k, r) in inst.running.iter().enumerate() {
+                if let (Some(p), None) = (m.vars.preempt[k], r.gpu_milli) {
+                    let on: usize = r
+                        .gpus
+                        .iter()
+                        .filter(|(rn, _)| *rn == n)
+                        .map(|(_, g)| {
+                            g.iter()
+                                .filter(|&&g| ctx.before.gpus[n][g as usize] == GpuUse::Whole(k))
+                                .count()
+                        })
+                        .sum();
+                    if on > 0 {
+                        lhs -= on as f64 * p;
+                    }
+                }
+            }
+            m.constraints.push(lhs.leq(ctx.before.free_count(n) as f64));
+        }
+        // Fresh sharing slots.
+        for (i, &z) in m.vars.fresh[n].iter().enumerate() {
+            let mut lhs = Expression::from(0.0);
+            for (j, share) in m.vars.share.iter().enumerate() {
+                for (slot, s) in share {
+                    if *slot == ShareSlot::Fresh(n, i) {
+                        lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
+                    }
+                }
+            }
+            m.constraints.push((lhs - 1000.0 * z).leq(0.0));
+            if let Some(&next) = m.vars.fresh[n].get(i + 1) {
+                m.constraints.push((next - z).leq(0.0));
+            }
+        }
+        // Shared GPUs.
+        for (g, u) in ctx.before.gpus[n].iter().enumerate() {
+            let GpuUse::Shared { jobs, milli } = u else {
+                continue;
+            };
+            let mut lhs = Expression::from(0.0);
+            let mut any = false;
+            for (j, share) in m.vars.share.iter().enumerate() {
+                for (slot, s) in share {
+                    if *slot == ShareSlot::Existing(n, g as u32) {
+                        lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
+                        any = true;
+                    }
+                }
+            }
+            if !any {
+                continue;
+            }
+            for &k in jobs {
+                if let Some(p) = m.vars.preempt[k] {
+                    lhs.add_mul(-(inst.running[k].gpu_milli.unwrap_or(0) as f64), p);
+                }
+            }
+            m.constraints.push(lhs.leq(1000.0 - *milli as f64));
+        }
+        // CPU and memory.
+        for (cap, job_total, run_total) in [
+            (
+                ctx.before.cpu_free[n],
+                &(|j: &crate::instance::PendingJob| j.cpu_milli)
+                    as &dyn Fn(&crate::instance::PendingJob) -> u64,
+                &(|r: &crate::instance::RunningJob| r.cpu_milli)
+                    as &dyn Fn(&crate::instance::RunningJob) -> u64,
+            ),
+            (
+                ctx.before.mem_free[n],
+                &|j: &crate::instance::PendingJob| j.memory_mib,
+                &|r: &crate::instance::RunningJob| r.memory_mib,
+            ),
+        ] {
+            let Some(free) = cap else { continue };
+            let mut lhs = Expression::from(0.0);
+            let mut any = false;
+            for (j, job) in inst.pending.iter().enumerate() {
+                let total = job_total(job);
+                if total == 0 {
+                    continue;
+                }
+                for cell in m.vars.cells[j].iter().filter(|c| c.node == n) {
+                    any = true;
+                    match cell.count {
+                        CellCount::Fixed(k) => {
+                            lhs.add_mul(resource_share(total, k, job.gpus) as f64, cell.used)
+                        }
+                        CellCount::Free(x, _) => {
+                            lhs.add_mul(total as f64 / job.gpus as f64, x);
+                            lhs.add_mul(1.0, cell.used);
+                        }
+                    }
+                }
+                for (slot, s) in &m.vars.share[j] {
+                    let (ShareSlot::Existing(sn, _) | ShareSlot::Fresh(sn, _)) = *slot;
+                    if sn == n {
+                        any = true;
+                        lhs.add_mul(total as f64, *s);
+                    }
+                }
+                for (cn, c) in &m.vars.cpu_only[j] {
+                    if *cn == n {
+                        any = true;
+                        lhs.add_mul(total as f64, *c);
+                    }
+                }
+            }
+            if !any {
+                continue;
+            }
+            for (k, r) in inst.running.iter().enumerate() {
+                let Some(p) = m.vars.preempt[k] else { continue };
+                for (rn, idx) in &r.gpus {
+                    if *rn == n {
+                        lhs.add_mul(
+                            -(resource_share(run_total(r), idx.len() as u32, r.gpu_count()) as f64),
+                            p,
+                        );
+                    }
+                }
+            }
+            m.constraints.push(lhs.leq(free.max(0) as f64));
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The exact per-node MIP of one round, built with good_lp and solved by HiGHS.
+//!
+//! Variables (created here; each constraint family lives in its own file with its math):
+//!
+//! ```text
+//! y_j  in {0,1}         pending job j starts                        (gang)
+//! u_jn in {0,1}         job j uses node n                            (gang, hard, topology)
+//! x_jn in Z+            GPUs of job j on node n (x = k u when the shape fixes k GPUs per node)
+//! s_jg in {0,1}         sharer j on shared GPU g / fresh sharing slot g
+//! z_ni in {0,1}         fresh GPU i of node n opened for sharers    (capacity)
+//! c_jn in {0,1}         CPU-only job j on node n
+//! p_k  in {0,1}         running job k is preempted                  (preemption)
+//! ```
+//!
+//! The objective (maximised) is the function in [`crate::objective`]: value of started jobs
+//! ([`value`]) minus spread ([`topology`]), preemption ([`preemption`]), fairness
+//! ([`fairness`]) and packing ([`packing`]) costs. Its constant part is kept in
+//! [`MipModel::constant`] because HiGHS takes none.
+
+pub mod capacity;
+pub mod fairness;
+pub mod gang;
+pub mod hard;
+pub mod packing;
+pub mod preemption;
+pub mod quota;
+pub mod start;
+pub mod topology;
+pub mod value;
+
+use crate::instance::{Instance, NodeIx};
+use crate::state::{ClusterState, GpuUse};
+use crate::topology::Topology;
+use good_lp::{variable, Constraint, Expression, ProblemVariables, Variable};
+
+/// How many GPUs a (job, node) cell holds.
+#[derive(Debug, Clone, Copy)]
+pub enum CellCount {
+    /// Exactly `k` GPUs when used (`x = k u`): single-node jobs and fixed `gpus_per_node`.
+    Fixed(u32),
+    /// An integer variable `x` with `1 <= x <= cap` when used.
+    Free(Variable, u32),
+}
+
+/// Job j on node n.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    /// The node.
+    pub node: NodeIx,
+    /// Node-used binary.
+    pub used: Variable,
+    /// GPU count.
+    pub count: CellCount,
+}
+
+impl Cell {
+    /// The GPU count as an expression.
+    pub fn count_expr(&self) -> Expression {
+        match self.count {
+            CellCount::Fixed(k) => k as f64 * self.used,
+            CellCount::Free(x, _) => Expression::from(x),
+        }
+    }
+}
+
+/// A place a sharer can go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ShareSlot {
+    /// An already shared GPU.
+    Existing(NodeIx, u32),
+    /// The i-th fresh GPU of a node opened for sharing.
+    Fresh(NodeIx, usize),
+}
+
+/// Every variable of the model.
+#[derive(Debug, Default)]
+pub struct Vars {
+    /// y_j (None: the job has nowhere to go and stays pending).
+    pub start: Vec<Option<Variable>>,
+    /// Cells of whole-GPU jobs.
+    pub cells: Vec<Vec<Cell>>,
+    /// s_jg of sharers.
+    pub share: Vec<Vec<(ShareSlot, Variable)>>,
+    /// z_ni: fresh sharing slots per node.
+    pub fresh: Vec<Vec<Variable>>,
+    /// c_jn of CPU-only jobs.
+    pub cpu_only: Vec<Vec<(NodeIx, Variable)>>,
+    /// p_k of preemptible running jobs that some pending job outranks.
+    pub preempt: Vec<Option<Variable>>,
+    /// Locality-domain binaries of multi-node jobs (created by [`topology`]).
+    pub domains: Vec<Option<topology::DomainVars>>,
+    /// Island-split binaries t_jn of free cells: (job, cell index, variable, L_n).
+    pub island_splits: Vec<(usize, usize, Variable, u32)>,
+    /// o_n of nodes empty before the round (created by [`packing`]).
+    pub open: Vec<Option<Variable>>,
+    /// Fairness shortfall per tenant (created by [`fairness`]).
+    pub shortfall: Vec<Option<Variable>>,
+    /// Column index of every variable (good_lp keeps it private).
+    pub columns: std::collections::HashMap<Variable, usize>,
+}
+
+impl Vars {
+    /// Column of a variable in the solver's arrays.
+    pub fn col(&self, v: Variable) -> usize {
+        self.columns[&v]
+    }
+}
+
+/// A model ready to hand to a solver.
+pub struct MipModel {
+    /// Variables.
+    pub problem: ProblemVariables,
+    /// Variable handles.
+    pub vars: Vars,
+    /// Linear objective (maximised).
+    pub objective: Expression,
+    /// Constant part of the objective.
+    pub constant: f64,
+    /// Rows.
+    pub constraints: Vec<Constraint>,
+}
+
+impl MipModel {
+    /// Number of columns.
+    pub fn columns(&self) -> usize {
+        self.problem.len()
+    }
+}
+
+/// Shared context of the builders.
+pub struct Ctx<'a> {
+    /// The instance.
+    pub inst: &'a Instance,
+    /// Its topology.
+    pub topo: &'a Topology,
+    /// Occupancy before the round.
+    pub before: ClusterState,
+}
+
+impl<'a> Ctx<'a> {
+    /// Whole GPUs job j could get on node n: free, plus those of preemptible running jobs of
+    /// strictly lower priority (when preemption is on).
+    pub fn potential(&self, j: usize, n: NodeIx) -> u32 {
+        let prio = self.inst.pending[j].priority;
+        self.before.gpus[n]
+            .iter()
+            .filter(|u| match u {
+                GpuUse::Free => true,
+                GpuUse::Whole(k) => {
+                    let r = &self.inst.running[*k];
+                    self.inst.policy.preemption && r.preemptible && r.priority < prio
+                }
+                _ => false,
+            })
+            .count() as u32
+    }
+
+    /// Whether running job k may be preempted at all this round.
+    pub fn preemptible(&self, k: usize) -> bool {
+        let r = &self.inst.running[k];
+        self.inst.policy.preemption
+            && r.preemptible
+            && self.inst.pending.iter().any(|j| j.priority > r.priority)
+    }
+}
+
+/// Build the model of a round.
+pub fn build(inst: &Instance, topo: &Topology) -> MipModel {
+    let ctx = Ctx {
+        inst,
+        topo,
+        before: ClusterState::new(inst),
+    };
+    let mut m = MipModel {
+        problem: ProblemVariables::new(),
+        vars: Vars::default(),
+        objective: Expression::from(0.0),
+        constant: 0.0,
+        constraints: Vec::new(),
+    };
+    create_variables(&ctx, &mut m);
+    gang::add(&ctx, &mut m);
+    topology::add(&ctx, &mut m);
+    hard::add(&ctx, &mut m);
+    capacity::add(&ctx, &mut m);
+    preemption::add(&ctx, &mut m);
+    quota::add(&ctx, &mut m);
+    value::add(&ctx, &mut m);
+    fairness::add(&ctx, &mut m);
+    packing::add(&ctx, &mut m);
+    m.vars.columns = m
+        .problem
+        .iter_variables_with_def()
+        .enumerate()
+        .map(|(i, (v, _))| (v, i))
+        .collect();
+    m
+}
+
+fn create_variables(ctx: &Ctx, m: &mut MipModel) {
+    let inst = ctx.inst;
+    let p = &mut m.problem;
+    m.vars.preempt = (0..inst.running.len())
+        .map(|k| ctx.preemptible(k).then(|| p.add(variable().binary())))
+        .collect();
+    // Fresh sharing slots: per node, as many as sharers could use (at most the free GPUs).
+    let sharers: Vec<usize> = (0..inst.pending.len())
+        .filter(|&j| inst.pending[j].is_sharer())
+        .collect();
+    m.vars.fresh = (0..inst.nodes.len())
+        .map(|n| {
+            let eligible = sharers
+                .iter()
+                .filter(|&&j| inst.pending[j].accepts_type(&inst.nodes[n].gpu_type))
+                .count();
+            let slots = eligible.min(ctx.before.free_count(n) as usize);
+            (0..slots).map(|_| p.add(variable().binary())).collect()
+        })
+        .collect();
+    for (j, job) in inst.pending.iter().enumerate() {
+        let mut cells = Vec::new();
+        let mut share = Vec::new();
+        let mut cpu_only = Vec::new();
+        let quota_blocked = inst.tenants[job.tenant].quota.is_some_and(|q| {
+            let held: f64 = inst
+                .running
+                .iter()
+                .filter(|r| r.tenant == job.tenant)
+                .map(|r| r.gpu_equivalent())
+                .sum();
+            held > q as f64 + 1e-9 || job.gpu_equivalent() > q as f64 + 1e-9
+        });
+        if !quota_blocked {
+            if job.gpus == 0 {
+                for n in 0..inst.nodes.len() {
+                    cpu_only.push((n, p.add(variable().binary())));
+                }
+            } else if let Some(mj) = job.gpu_milli {
+                for n in
+                    (0..inst.nodes.len()).filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+                {
+                    for (g, u) in ctx.before.gpus[n].iter().enumerate() {
+                        if let GpuUse::Shared { jobs, milli } = u {
+                            let freeable: u32 = jobs
+                                .iter()
+                                .filter(|&&k| {
+                                    m.vars.preempt[k].is_some()
+                                        && inst.running[k].priority < job.priority
+                                })
+                                .map(|&k| inst.running[k].gpu_milli.unwrap_or(0))
+                                .sum();
+                            if 1000 - milli.min(&1000) + freeable >= mj {
+                                share.push((
+                                    ShareSlot::Existing(n, g as u32),
+                                    p.add(variable().binary()),
+                                ));
+                            }
+                        }
+                    }
+                    for i in 0..m.vars.fresh[n].len() {
+                        share.push((ShareSlot::Fresh(n, i), p.add(variable().binary())));
+                    }
+                }
+            } else {
+                let limit = job.node_limit();
+                for n in
+                    (0..inst.nodes.len()).filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+                {
+                    let pot = ctx.potential(j, n);
+                    let need = if limit == 1 {
+                        job.gpus
+                    } else {
+                        job.gpus_per_node.unwrap_or(1)
+                    };
+                    if pot < need {
+                        continue;
+                    }
+                    let used = p.add(variable().binary());
+                    let count = if limit == 1 {
+                        CellCount::Fixed(job.gpus)
+                    } else if let Some(k) = job.gpus_per_node {
+                        CellCount::Fixed(k)
+                    } else {
+                        let cap = pot.min(job.gpus);
+                        CellCount::Free(p.add(variable().integer().min(0).max(cap)), cap)
+                    };
+                    cells.push(Cell {
+                        node: n,
+                        used,
+                        count,
+                    });
+                }
+            }
+        }
+        let reachable = !cells.is_empty() || !share.is_empty() || !cpu_only.is_empty();
+        m.vars
+            .start
+            .push(reachable.then(|| p.add(variable().binary())));
+        m.vars.cells.push(cells);
+        m.vars.share.push(share);
+        m.vars.cpu_only.push(cpu_only);
+    }
+}

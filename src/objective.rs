@@ -1,0 +1,199 @@
+//! The objective, as one function of an [`Assignment`], shared by every planner: the greedy
+//! plan, the MIP incumbent and any baseline compare directly. The MIP's objective equals this
+//! function on its solutions except for NVLink-island splits, which the MIP under-counts (so
+//! its bound stays a valid upper bound of this function). Terms and weights: see
+//! [`crate::instance::Weights`].
+
+use crate::assignment::Assignment;
+use crate::instance::{Instance, PendingJob, RunningJob};
+use crate::state::GpuUse;
+use crate::topology::{spread_penalty, Topology};
+
+/// Value per GPU of a priority level.
+pub fn priority_factor(inst: &Instance, priority: i64) -> f64 {
+    let w = &inst.policy.weights;
+    (1.0 + w.priority * priority as f64).max(0.01)
+}
+
+/// Value of starting a pending job (before spread costs).
+pub fn job_value(inst: &Instance, job: &PendingJob) -> f64 {
+    let w = &inst.policy.weights;
+    let eq = if job.gpus == 0 {
+        w.cpu_job
+    } else {
+        job.gpu_equivalent()
+    };
+    let aging = w.aging * (job.wait / 3600.0).min(w.aging_cap_hours);
+    eq * (w.gpu * priority_factor(inst, job.priority) + aging)
+}
+
+/// Value per GPU-equivalent of a pending job, the greedy's ordering key.
+pub fn value_per_gpu(inst: &Instance, job: &PendingJob) -> f64 {
+    let eq = if job.gpus == 0 {
+        inst.policy.weights.cpu_job
+    } else {
+        job.gpu_equivalent()
+    };
+    job_value(inst, job) / eq.max(1e-9)
+}
+
+/// Cost of preempting a running job.
+pub fn victim_cost(inst: &Instance, job: &RunningJob) -> f64 {
+    let w = &inst.policy.weights;
+    w.preemption * job.gpu_equivalent() * w.gpu * priority_factor(inst, job.priority)
+        + w.checkpoint * job.checkpoint_cost / 3600.0
+}
+
+/// Weighted max-min fair share of each tenant with demand, by water-filling the usable GPUs;
+/// tenants without demand get 0 and do not dilute the others.
+pub fn fair_shares(inst: &Instance) -> Vec<f64> {
+    let mut demand = vec![0.0; inst.tenants.len()];
+    for r in &inst.running {
+        demand[r.tenant] += r.gpu_equivalent();
+    }
+    for p in &inst.pending {
+        demand[p.tenant] += p.gpu_equivalent();
+    }
+    let mut share = vec![0.0; inst.tenants.len()];
+    let mut left = inst.gpus_usable() as f64;
+    let mut active: Vec<usize> = (0..inst.tenants.len())
+        .filter(|&t| demand[t] > 0.0)
+        .collect();
+    while left > 1e-9 && !active.is_empty() {
+        let wsum: f64 = active.iter().map(|&t| inst.tenants[t].weight).sum();
+        let unit = left / wsum;
+        let capped: Vec<usize> = active
+            .iter()
+            .copied()
+            .filter(|&t| demand[t] - share[t] <= unit * inst.tenants[t].weight)
+            .collect();
+        if capped.is_empty() {
+            for &t in &active {
+                share[t] += unit * inst.tenants[t].weight;
+            }
+            break;
+        }
+        for &t in &capped {
+            left -= demand[t] - share[t];
+            share[t] = demand[t];
+        }
+        active.retain(|t| !capped.contains(t));
+    }
+    share
+}
+
+/// GPUs each tenant holds after the round (sharers count their share).
+pub fn held_after(inst: &Instance, a: &Assignment) -> Vec<f64> {
+    let mut held = vec![0.0; inst.tenants.len()];
+    for (k, r) in inst.running.iter().enumerate() {
+        if !a.preempted.contains(&k) {
+            held[r.tenant] += r.gpu_equivalent();
+        }
+    }
+    for &j in a.placed.keys() {
+        let p = &inst.pending[j];
+        held[p.tenant] += p.gpu_equivalent();
+    }
+    held
+}
+
+/// The breakdown of the objective of an assignment.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ObjectiveTerms {
+    /// Value of the jobs started.
+    pub value: f64,
+    /// Spread (topology) penalty.
+    pub spread: f64,
+    /// Preemption cost.
+    pub preemption: f64,
+    /// Fairness shortfall penalty.
+    pub fairness: f64,
+    /// Nodes opened plus stranded GPUs penalty.
+    pub packing: f64,
+}
+
+impl ObjectiveTerms {
+    /// The objective (maximised).
+    pub fn total(&self) -> f64 {
+        self.value - self.spread - self.preemption - self.fairness - self.packing
+    }
+}
+
+/// Evaluate an assignment.
+pub fn evaluate(inst: &Instance, topo: &Topology, a: &Assignment) -> ObjectiveTerms {
+    let w = &inst.policy.weights;
+    let mut t = ObjectiveTerms::default();
+    for (&j, gpus) in &a.placed {
+        let job = &inst.pending[j];
+        t.value += job_value(inst, job);
+        if job.gpus > 1 {
+            let span = topo.span(inst, gpus);
+            let min = topo.min_units(
+                inst,
+                |n| job.accepts_type(&inst.nodes[n].gpu_type),
+                job.gpus,
+                job.gpus_per_node,
+            );
+            t.spread += spread_penalty(&span, min, job.gpus, &job.slowdown, w.spread);
+        }
+    }
+    for &k in &a.preempted {
+        t.preemption += victim_cost(inst, &inst.running[k]);
+    }
+    let fair = fair_shares(inst);
+    let held = held_after(inst, a);
+    t.fairness = w.fairness
+        * fair
+            .iter()
+            .zip(&held)
+            .map(|(f, h)| (f - h).max(0.0))
+            .sum::<f64>();
+    t.packing = packing_penalty(inst, a);
+    t
+}
+
+/// Open-node and stranding penalty: `open_node` per node empty before and used after, plus
+/// `strand` per free usable GPU left on every node in use before or after the round. A GPU
+/// shared before the round counts as busy after it (it is never given whole).
+pub fn packing_penalty(inst: &Instance, a: &Assignment) -> f64 {
+    let w = &inst.policy.weights;
+    let before = crate::state::ClusterState::new(inst);
+    let mut taken: Vec<Vec<bool>> = inst
+        .nodes
+        .iter()
+        .map(|n| vec![false; n.gpus as usize])
+        .collect();
+    for gpus in a.placed.values() {
+        for (n, idx) in gpus {
+            for &g in idx {
+                taken[*n][g as usize] = true;
+            }
+        }
+    }
+    let mut penalty = 0.0;
+    for (n, node) in inst.nodes.iter().enumerate() {
+        let mut usable = 0u32;
+        let mut busy_before = 0u32;
+        let mut busy_after = 0u32;
+        for (g, u) in before.gpus[n].iter().enumerate() {
+            if node.down[g] {
+                continue;
+            }
+            usable += 1;
+            let (b, kept) = match u {
+                GpuUse::Whole(k) => (true, !a.preempted.contains(k)),
+                GpuUse::Shared { .. } => (true, true),
+                _ => (false, false),
+            };
+            busy_before += b as u32;
+            busy_after += (kept || taken[n][g]) as u32;
+        }
+        if busy_before == 0 && busy_after > 0 {
+            penalty += w.open_node;
+        }
+        if busy_before > 0 || busy_after > 0 {
+            penalty += w.strand * (usable - busy_after) as f64;
+        }
+    }
+    penalty
+}

@@ -1,0 +1,11 @@
+//! The plan (SPEC.md "Plan"): its types, the independent validator, the reasons given for
+//! pending jobs and the rendering of an [`crate::assignment::Assignment`] into a plan.
+
+pub mod reasons;
+pub mod render;
+pub mod types;
+pub mod validate;
+
+pub use render::render_plan;
+pub use types::{Metrics, PendingEntry, Placement, Plan, Preemption, SolverInfo, Status};
+pub use validate::validate_plan;

@@ -1,0 +1,124 @@
+//! Plan types, serialised exactly as SPEC.md describes (extra fields are optional additions).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Format tag written in every plan.
+pub const PLAN_FORMAT: &str = "gangplan-plan/1";
+
+/// How the plan was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The solver proved the objective within `mip_gap`.
+    Optimal,
+    /// The time limit hit with a solver incumbent (gap reported).
+    Feasible,
+    /// The greedy bin-packer's plan was used.
+    Fallback,
+}
+
+/// Solver report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverInfo {
+    /// `ilp` or `greedy`: the planner that ran.
+    pub path: String,
+    /// Wall seconds of the whole command up to writing.
+    pub seconds: f64,
+    /// Objective of the returned plan (higher is better).
+    pub objective: f64,
+    /// Proven upper bound on the objective, where one exists.
+    pub bound: Option<f64>,
+    /// (bound - objective) / max(1, |objective|), where a bound exists.
+    pub gap: Option<f64>,
+    /// Whether the time limit cut the solve short.
+    pub time_limit_hit: bool,
+    /// Objective of the greedy plan, for comparison (optional addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub greedy_objective: Option<f64>,
+    /// Why the plan fell back to greedy, when it did (optional addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One started job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// Job id.
+    pub job: String,
+    /// GPUs per node name (a CPU-only job lists its node with no GPUs).
+    pub gpus: BTreeMap<String, Vec<u32>>,
+    /// For a sharer: its share of the GPU (optional addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_milli: Option<u32>,
+}
+
+/// One preempted running job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preemption {
+    /// Job id.
+    pub job: String,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+/// One job left pending.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PendingEntry {
+    /// Job id.
+    pub job: String,
+    /// What blocks it, in one sentence.
+    pub reason: String,
+    /// `unschedulable` (would start if something finished or were preempted) or
+    /// `unresolvable` (no state of this cluster could place it) (optional addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
+/// Round metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// GPUs in the cluster.
+    pub gpus_total: u32,
+    /// GPUs held before the round.
+    pub gpus_busy_before: u32,
+    /// GPUs held after the round.
+    pub gpus_busy_after: u32,
+    /// GPUs out of service (optional addition).
+    #[serde(default)]
+    pub gpus_down: u32,
+    /// Jobs started (optional addition).
+    #[serde(default)]
+    pub jobs_placed: u32,
+    /// Jobs left pending (optional addition).
+    #[serde(default)]
+    pub jobs_pending: u32,
+    /// Jobs preempted (optional addition).
+    #[serde(default)]
+    pub jobs_preempted: u32,
+}
+
+/// A plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Always [`PLAN_FORMAT`].
+    pub format: String,
+    /// How the plan was obtained.
+    pub status: Status,
+    /// Solver report.
+    pub solver: SolverInfo,
+    /// Jobs to start.
+    pub placements: Vec<Placement>,
+    /// Jobs to preempt.
+    pub preemptions: Vec<Preemption>,
+    /// Jobs left pending.
+    pub pending: Vec<PendingEntry>,
+    /// Metrics.
+    pub metrics: Metrics,
+}

@@ -1,0 +1,216 @@
+//! Working state of a round while a planner builds its [`Assignment`]: which GPUs are taken,
+//! which running jobs are preempted (their GPUs usable only by strictly higher-priority work),
+//! CPU and memory left, GPUs each tenant holds. Cloning it is a transaction: a gang is tried
+//! on a copy and committed whole, or the copy is dropped.
+
+use crate::assignment::{Assignment, GpuSet};
+use crate::instance::{Instance, NodeIx, PendingJob};
+use crate::state::{resource_share, ClusterState, GpuUse};
+use crate::topology::choose_indices;
+
+/// The working state.
+#[derive(Debug, Clone)]
+pub struct RoundState<'a> {
+    /// The instance.
+    pub inst: &'a Instance,
+    /// Occupancy before the round.
+    pub before: &'a ClusterState,
+    /// Pending job that took each whole GPU this round.
+    pub taken: Vec<Vec<Option<usize>>>,
+    /// Milli added this round by new sharers, per GPU.
+    pub shared_added: Vec<Vec<u32>>,
+    /// Running jobs preempted so far.
+    pub preempted: Vec<bool>,
+    /// CPU left per node.
+    pub cpu_free: Vec<Option<i64>>,
+    /// Memory left per node.
+    pub mem_free: Vec<Option<i64>>,
+    /// GPUs held per tenant.
+    pub held: Vec<f64>,
+    /// The decisions so far.
+    pub assignment: Assignment,
+}
+
+impl<'a> RoundState<'a> {
+    /// A round with nothing decided.
+    pub fn new(inst: &'a Instance, before: &'a ClusterState) -> Self {
+        let mut held = vec![0.0; inst.tenants.len()];
+        for r in &inst.running {
+            held[r.tenant] += r.gpu_equivalent();
+        }
+        RoundState {
+            inst,
+            before,
+            taken: inst
+                .nodes
+                .iter()
+                .map(|n| vec![None; n.gpus as usize])
+                .collect(),
+            shared_added: inst
+                .nodes
+                .iter()
+                .map(|n| vec![0; n.gpus as usize])
+                .collect(),
+            preempted: vec![false; inst.running.len()],
+            cpu_free: before.cpu_free.clone(),
+            mem_free: before.mem_free.clone(),
+            held,
+            assignment: Assignment::default(),
+        }
+    }
+
+    /// Whether GPU (n, g) may be given whole to a job of priority `prio`, and whether it is
+    /// free without preemption (`Some(true)`), freed by preemption (`Some(false)`) or not at all.
+    pub fn whole_gpu(&self, n: NodeIx, g: u32, prio: i64) -> Option<bool> {
+        if self.taken[n][g as usize].is_some() || self.shared_added[n][g as usize] > 0 {
+            return None;
+        }
+        match &self.before.gpus[n][g as usize] {
+            GpuUse::Free => Some(true),
+            GpuUse::Whole(k) if self.preempted[*k] && self.inst.running[*k].priority < prio => {
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// GPUs of node n a whole-GPU job of priority `prio` may take: free ones first, then freed.
+    pub fn allowed_whole(&self, n: NodeIx, prio: i64) -> Vec<u32> {
+        let mut free = Vec::new();
+        let mut freed = Vec::new();
+        for g in 0..self.inst.nodes[n].gpus {
+            match self.whole_gpu(n, g, prio) {
+                Some(true) => free.push(g),
+                Some(false) => freed.push(g),
+                None => {}
+            }
+        }
+        free.extend(freed);
+        free
+    }
+
+    /// Milli still free on GPU (n, g) for a sharer of priority `prio`, if it may share it.
+    pub fn shareable_milli(&self, n: NodeIx, g: u32, prio: i64) -> Option<u32> {
+        if self.taken[n][g as usize].is_some() {
+            return None;
+        }
+        let added = self.shared_added[n][g as usize];
+        match &self.before.gpus[n][g as usize] {
+            GpuUse::Free => Some(1000 - added),
+            GpuUse::Shared { jobs, .. } => {
+                let kept: u32 = jobs
+                    .iter()
+                    .filter(|&&k| !(self.preempted[k] && self.inst.running[k].priority < prio))
+                    .map(|&k| self.inst.running[k].gpu_milli.unwrap_or(0))
+                    .sum();
+                Some(1000u32.saturating_sub(kept + added))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a GPU is already shared (before or this round).
+    pub fn is_shared(&self, n: NodeIx, g: u32) -> bool {
+        self.shared_added[n][g as usize] > 0
+            || matches!(self.before.gpus[n][g as usize], GpuUse::Shared { .. })
+    }
+
+    /// Whether node n is in use (something running or started on it).
+    pub fn node_in_use(&self, n: NodeIx) -> bool {
+        (0..self.inst.nodes[n].gpus).any(|g| {
+            let g = g as usize;
+            self.taken[n][g].is_some()
+                || self.shared_added[n][g] > 0
+                || match &self.before.gpus[n][g] {
+                    GpuUse::Whole(k) => !self.preempted[*k],
+                    GpuUse::Shared { jobs, .. } => jobs.iter().any(|&k| !self.preempted[k]),
+                    _ => false,
+                }
+        })
+    }
+
+    /// Whether the node has CPU and memory for `on_node` GPUs of the job.
+    pub fn fits_resources(&self, n: NodeIx, job: &PendingJob, on_node: u32) -> bool {
+        let cpu = resource_share(job.cpu_milli, on_node, job.gpus) as i64;
+        let mem = resource_share(job.memory_mib, on_node, job.gpus) as i64;
+        self.cpu_free[n].is_none_or(|c| c >= cpu) && self.mem_free[n].is_none_or(|m| m >= mem)
+    }
+
+    /// Whether the tenant's quota allows the job.
+    pub fn quota_allows(&self, job: &PendingJob) -> bool {
+        match self.inst.tenants[job.tenant].quota {
+            Some(q) => self.held[job.tenant] + job.gpu_equivalent() <= q as f64 + 1e-9,
+            None => true,
+        }
+    }
+
+    /// Preempt a running job: its GPUs become usable by strictly higher-priority work.
+    pub fn preempt(&mut self, k: usize) {
+        if self.preempted[k] {
+            return;
+        }
+        self.preempted[k] = true;
+        let r = &self.inst.running[k];
+        self.held[r.tenant] -= r.gpu_equivalent();
+        let total = r.gpu_count();
+        for (n, idx) in &r.gpus {
+            let on = idx.len() as u32;
+            if let Some(c) = self.cpu_free[*n].as_mut() {
+                *c += resource_share(r.cpu_milli, on, total) as i64;
+            }
+            if let Some(m) = self.mem_free[*n].as_mut() {
+                *m += resource_share(r.memory_mib, on, total) as i64;
+            }
+        }
+        self.assignment.preempted.push(k);
+        self.assignment.preempted.sort_unstable();
+    }
+
+    /// Commit a placement of pending job `j` on exactly these GPUs.
+    pub fn commit(&mut self, j: usize, gpus: GpuSet) {
+        let job = &self.inst.pending[j];
+        for (&n, idx) in &gpus {
+            for &g in idx {
+                match job.gpu_milli {
+                    Some(m) => self.shared_added[n][g as usize] += m,
+                    None => self.taken[n][g as usize] = Some(j),
+                }
+            }
+            let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
+            if let Some(c) = self.cpu_free[n].as_mut() {
+                *c -= resource_share(job.cpu_milli, on, job.gpus) as i64;
+            }
+            if let Some(m) = self.mem_free[n].as_mut() {
+                *m -= resource_share(job.memory_mib, on, job.gpus) as i64;
+            }
+        }
+        self.held[job.tenant] += job.gpu_equivalent();
+        self.assignment.placed.insert(j, gpus);
+    }
+
+    /// Turn per-node GPU counts for job `j` into indices (free GPUs first, inside NVLink
+    /// islands), or `None` when a node lacks the GPUs.
+    pub fn pick_indices(&self, j: usize, counts: &[(NodeIx, u32)]) -> Option<GpuSet> {
+        let job = &self.inst.pending[j];
+        let mut set = GpuSet::new();
+        for &(n, c) in counts {
+            let allowed = self.allowed_whole(n, job.priority);
+            let free: Vec<u32> = allowed
+                .iter()
+                .copied()
+                .filter(|&g| self.whole_gpu(n, g, job.priority) == Some(true))
+                .collect();
+            let node = &self.inst.nodes[n];
+            let mut pick = if free.len() >= c as usize {
+                choose_indices(node, &free, c)?
+            } else {
+                let mut all = allowed.clone();
+                all.sort_unstable();
+                choose_indices(node, &all, c)?
+            };
+            pick.sort_unstable();
+            set.insert(n, pick);
+        }
+        Some(set)
+    }
+}

@@ -1,0 +1,141 @@
+//! MIP backends behind a small trait, so tests can inject faults (a solver that errors,
+//! overruns or returns nonsense). [`Highs`] is the real one.
+
+use crate::error::{Error, Result};
+use crate::model::MipModel;
+use good_lp::solvers::SolverModel;
+use std::path::PathBuf;
+
+/// Settings handed to a backend.
+#[derive(Debug, Clone)]
+pub struct BackendSettings {
+    /// Seconds the solver may run.
+    pub time_limit: f64,
+    /// Relative gap at which it may stop.
+    pub mip_gap: f64,
+    /// Random seed.
+    pub seed: u64,
+    /// Write the model here (`.mps` or `.lp`) before solving.
+    pub write_model: Option<PathBuf>,
+}
+
+/// How the backend's solve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendStatus {
+    /// Solved to within the gap.
+    Optimal,
+    /// Stopped by a limit with an incumbent.
+    LimitWithIncumbent,
+}
+
+/// A backend's answer.
+#[derive(Debug, Clone)]
+pub struct BackendResult {
+    /// Column values of the incumbent.
+    pub columns: Vec<f64>,
+    /// How it ended.
+    pub status: BackendStatus,
+    /// Proven upper bound of the linear objective (without the model's constant), if any.
+    pub dual_bound: Option<f64>,
+}
+
+/// A MIP solver.
+pub trait MipBackend: Send + Sync {
+    /// Solve a model from a start (column values).
+    fn solve(
+        &self,
+        model: MipModel,
+        start: &[f64],
+        settings: &BackendSettings,
+    ) -> Result<BackendResult>;
+}
+
+/// HiGHS through good_lp, with the options and readings good_lp does not expose taken from
+/// the `highs` crate.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Highs;
+
+impl MipBackend for Highs {
+    fn solve(
+        &self,
+        model: MipModel,
+        start: &[f64],
+        settings: &BackendSettings,
+    ) -> Result<BackendResult> {
+        let MipModel {
+            problem,
+            objective,
+            constraints,
+            ..
+        } = model;
+        let mut lp = problem.maximise(objective).using(good_lp::highs);
+        for c in constraints {
+            lp.add_constraint(c);
+        }
+        let mut hm = lp
+            .try_into_inner()
+            .map_err(|e| Error::Solver(e.to_string()))?;
+        hm.make_quiet();
+        fn opt<E: std::fmt::Debug>(r: std::result::Result<(), E>, name: &str) -> Result<()> {
+            r.map_err(|e| Error::Solver(format!("setting {name}: {e:?}")))
+        }
+        opt(
+            hm.try_set_option("time_limit", settings.time_limit.max(0.01)),
+            "time_limit",
+        )?;
+        opt(
+            hm.try_set_option("mip_rel_gap", settings.mip_gap),
+            "mip_rel_gap",
+        )?;
+        opt(
+            hm.try_set_option("random_seed", (settings.seed % i32::MAX as u64) as i32),
+            "random_seed",
+        )?;
+        if let Some(path) = &settings.write_model {
+            let c = std::ffi::CString::new(path.display().to_string())
+                .map_err(|_| Error::Solver("model path contains NUL".into()))?;
+            // SAFETY: hm owns a live Highs instance; the C string outlives the call.
+            let status = unsafe { highs_sys::Highs_writeModel(hm.as_mut_ptr(), c.as_ptr()) };
+            if status == highs_sys::STATUS_ERROR {
+                return Err(Error::Solver(format!(
+                    "HiGHS could not write the model to {}",
+                    path.display()
+                )));
+            }
+        }
+        if start.len() == hm.num_cols() {
+            // A start HiGHS rejects is only a lost hint; the solve goes on without it.
+            let _ = hm.try_set_solution(Some(start), None, None, None);
+        }
+        let solved = hm
+            .try_solve()
+            .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
+        use highs::{HighsModelStatus as S, HighsSolutionStatus};
+        let status = match solved.status() {
+            S::Optimal => BackendStatus::Optimal,
+            S::ReachedTimeLimit
+            | S::ReachedSolutionLimit
+            | S::ReachedInterrupt
+            | S::ReachedIterationLimit
+            | S::ReachedMemoryLimit
+            | S::ObjectiveBound
+            | S::ObjectiveTarget => BackendStatus::LimitWithIncumbent,
+            other => return Err(Error::Solver(format!("HiGHS ended with status {other:?}"))),
+        };
+        if solved.primal_solution_status() != HighsSolutionStatus::Feasible {
+            return Err(Error::Solver(
+                "HiGHS found no feasible solution in time".into(),
+            ));
+        }
+        let dual_bound = solved
+            .double_info_value(c"mip_dual_bound")
+            .ok()
+            .filter(|b| b.is_finite());
+        let columns = solved.get_solution().columns().to_vec();
+        Ok(BackendResult {
+            columns,
+            status,
+            dual_bound,
+        })
+    }
+}

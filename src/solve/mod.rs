@@ -1,0 +1,217 @@
+//! One round, solved: greedy first (MIP start, fallback, floor), then the MIP under a
+//! deadline enforced outside HiGHS, then the better of the two, with objective, bound and gap
+//! recomputed from the returned assignment.
+
+pub mod backend;
+pub mod decode;
+
+pub use backend::{BackendResult, BackendSettings, BackendStatus, Highs, MipBackend};
+
+use crate::assignment::Assignment;
+use crate::heuristics::{Greedy, Planner};
+use crate::instance::Instance;
+use crate::model;
+use crate::objective::evaluate;
+use crate::plan::Status;
+use crate::topology::Topology;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// Which planner produces the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlannerKind {
+    /// Greedy start, then the MIP.
+    Ilp,
+    /// Greedy only.
+    Greedy,
+}
+
+/// Settings of one solve.
+#[derive(Debug, Clone)]
+pub struct SolveOptions {
+    /// Which planner.
+    pub planner: PlannerKind,
+    /// When the whole command must be done (the plan written).
+    pub deadline: Instant,
+    /// Relative MIP gap.
+    pub mip_gap: f64,
+    /// Write the MIP here before solving.
+    pub write_model: Option<PathBuf>,
+}
+
+impl SolveOptions {
+    /// Options from the instance policy, starting the clock now.
+    pub fn from_policy(inst: &Instance, planner: PlannerKind) -> Self {
+        SolveOptions {
+            planner,
+            deadline: Instant::now() + Duration::from_secs_f64(inst.policy.time_limit),
+            mip_gap: inst.policy.mip_gap,
+            write_model: None,
+        }
+    }
+}
+
+/// The result of a solve.
+#[derive(Debug, Clone)]
+pub struct SolveOutcome {
+    /// The decision.
+    pub assignment: Assignment,
+    /// optimal / feasible / fallback.
+    pub status: Status,
+    /// `ilp` or `greedy`.
+    pub path: &'static str,
+    /// Objective of the returned assignment.
+    pub objective: f64,
+    /// Proven upper bound, if any.
+    pub bound: Option<f64>,
+    /// Whether the time limit cut the solve.
+    pub time_limit_hit: bool,
+    /// Objective of the greedy plan.
+    pub greedy_objective: f64,
+    /// Why the plan is the greedy one, when it is.
+    pub note: Option<String>,
+}
+
+/// Time kept back from the deadline for rendering, validating and writing the plan.
+pub fn reserve(total: Duration) -> Duration {
+    (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
+}
+
+/// Solve a round with HiGHS.
+pub fn solve(inst: &Arc<Instance>, topo: &Arc<Topology>, opts: &SolveOptions) -> SolveOutcome {
+    solve_with(inst, topo, opts, Arc::new(Highs))
+}
+
+/// Solve a round with a given backend.
+pub fn solve_with(
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    opts: &SolveOptions,
+    backend: Arc<dyn MipBackend>,
+) -> SolveOutcome {
+    let greedy = Greedy.plan(inst, topo);
+    let greedy_objective = evaluate(inst, topo, &greedy).total();
+    let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
+        assignment: greedy.clone(),
+        status: Status::Fallback,
+        path: if opts.planner == PlannerKind::Greedy {
+            "greedy"
+        } else {
+            "ilp"
+        },
+        objective: greedy_objective,
+        bound,
+        time_limit_hit: hit,
+        greedy_objective,
+        note,
+    };
+    if opts.planner == PlannerKind::Greedy {
+        return fallback(None, None, false);
+    }
+    let now = Instant::now();
+    let total = opts.deadline.saturating_duration_since(now);
+    let budget = total.saturating_sub(reserve(total));
+    if budget < Duration::from_millis(20) {
+        return fallback(
+            Some("time limit reached before the MIP could start; greedy plan used".into()),
+            None,
+            true,
+        );
+    }
+    let (tx, rx) = mpsc::channel();
+    let settings = BackendSettings {
+        time_limit: budget.as_secs_f64() * 0.9,
+        mip_gap: opts.mip_gap,
+        seed: inst.policy.seed,
+        write_model: opts.write_model.clone(),
+    };
+    {
+        let (inst, topo, greedy) = (Arc::clone(inst), Arc::clone(topo), greedy.clone());
+        std::thread::Builder::new()
+            .name("gangplan-mip".into())
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut m = model::build(&inst, &topo);
+                    let start = model::start::start_values(&inst, &topo, &m, &greedy);
+                    let constant = m.constant;
+                    let vars = std::mem::take(&mut m.vars);
+                    backend
+                        .solve(m, &start, &settings)
+                        .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
+                }));
+                let _ = tx.send(result);
+            })
+            .expect("spawning a thread");
+    }
+    let answer =
+        match rx.recv_timeout(budget) {
+            Ok(Ok(Ok(a))) => a,
+            Ok(Ok(Err(e))) => {
+                return fallback(
+                    Some(format!("solver failed ({e}); greedy plan used")),
+                    None,
+                    false,
+                )
+            }
+            Ok(Err(_)) => {
+                return fallback(
+                    Some("solver panicked; greedy plan used".into()),
+                    None,
+                    false,
+                )
+            }
+            Err(_) => return fallback(
+                Some(format!(
+                    "the solver did not return within the time limit ({:.2} s); greedy plan used",
+                    budget.as_secs_f64()
+                )),
+                None,
+                true,
+            ),
+        };
+    let (decision, result, constant) = answer;
+    let bound = result.dual_bound.map(|b| b + constant);
+    let hit = result.status == BackendStatus::LimitWithIncumbent;
+    let assignment = match decode::to_assignment(inst, &decision) {
+        Ok(a) => a,
+        Err(e) => {
+            return fallback(
+                Some(format!("solver answer unusable ({e}); greedy plan used")),
+                bound,
+                hit,
+            )
+        }
+    };
+    if let Err(e) = crate::plan::validate::check_assignment(inst, &assignment) {
+        return fallback(
+            Some(format!(
+                "solver answer broke a rule ({e}); greedy plan used"
+            )),
+            bound,
+            hit,
+        );
+    }
+    let objective = evaluate(inst, topo, &assignment).total();
+    if objective + 1e-9 < greedy_objective {
+        return fallback(Some(format!("solver incumbent {objective:.4} is below the greedy plan's {greedy_objective:.4}; greedy plan used")), bound, hit);
+    }
+    let gap = bound.map(|b| (b - objective) / objective.abs().max(1.0));
+    let status = if result.status == BackendStatus::Optimal
+        && gap.is_none_or(|g| g <= opts.mip_gap + 1e-9)
+    {
+        Status::Optimal
+    } else {
+        Status::Feasible
+    };
+    SolveOutcome {
+        assignment,
+        status,
+        path: "ilp",
+        objective,
+        bound,
+        time_limit_hit: hit,
+        greedy_objective,
+        note: None,
+    }
+}

@@ -1,0 +1,146 @@
+//! Occupancy of the cluster before the round: which GPUs are free, held whole, shared or
+//! down, and how much CPU and memory each node has left. Shared by every planner.
+
+use crate::instance::{Instance, NodeIx, PendingJob};
+
+/// What one GPU is doing before the round.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GpuUse {
+    /// Out of service.
+    Down,
+    /// Nobody holds it.
+    Free,
+    /// Held whole by a running job (index into `Instance::running`).
+    Whole(usize),
+    /// Shared by running sharers (indices) holding `milli` in total.
+    Shared { jobs: Vec<usize>, milli: u32 },
+}
+
+/// Occupancy of every node.
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    /// `gpus[n][g]`: use of GPU g on node n.
+    pub gpus: Vec<Vec<GpuUse>>,
+    /// CPU left per node (`None`: unlimited).
+    pub cpu_free: Vec<Option<i64>>,
+    /// Memory left per node (`None`: unlimited).
+    pub mem_free: Vec<Option<i64>>,
+}
+
+/// Share of a job's total resource on a node holding `on_node` of its `gpus` GPUs
+/// (SPEC: ceil(total * gpus_on_node / gpus); a CPU-only or sharing job puts it all on its node).
+pub fn resource_share(total: u64, on_node: u32, gpus: u32) -> u64 {
+    if gpus <= 1 {
+        return total;
+    }
+    (total as u128 * on_node as u128).div_ceil(gpus as u128) as u64
+}
+
+impl ClusterState {
+    /// The state before the round.
+    pub fn new(inst: &Instance) -> Self {
+        let mut gpus: Vec<Vec<GpuUse>> = inst
+            .nodes
+            .iter()
+            .map(|n| {
+                n.down
+                    .iter()
+                    .map(|&d| if d { GpuUse::Down } else { GpuUse::Free })
+                    .collect()
+            })
+            .collect();
+        let mut cpu_free: Vec<Option<i64>> = inst
+            .nodes
+            .iter()
+            .map(|n| n.cpu_milli.map(|c| c as i64))
+            .collect();
+        let mut mem_free: Vec<Option<i64>> = inst
+            .nodes
+            .iter()
+            .map(|n| n.memory_mib.map(|c| c as i64))
+            .collect();
+        for (k, job) in inst.running.iter().enumerate() {
+            let total = job.gpu_count();
+            for (n, idx) in &job.gpus {
+                for &g in idx {
+                    let slot = &mut gpus[*n][g as usize];
+                    *slot = match (std::mem::replace(slot, GpuUse::Free), job.gpu_milli) {
+                        (GpuUse::Shared { mut jobs, milli }, Some(m)) => {
+                            jobs.push(k);
+                            GpuUse::Shared {
+                                jobs,
+                                milli: milli + m,
+                            }
+                        }
+                        (_, Some(m)) => GpuUse::Shared {
+                            jobs: vec![k],
+                            milli: m,
+                        },
+                        (_, None) => GpuUse::Whole(k),
+                    };
+                }
+                let share = |t: u64| resource_share(t, idx.len() as u32, total) as i64;
+                if let Some(c) = cpu_free[*n].as_mut() {
+                    *c -= share(job.cpu_milli);
+                }
+                if let Some(m) = mem_free[*n].as_mut() {
+                    *m -= share(job.memory_mib);
+                }
+            }
+        }
+        ClusterState {
+            gpus,
+            cpu_free,
+            mem_free,
+        }
+    }
+
+    /// Free whole GPUs on node n.
+    pub fn free_gpus(&self, n: NodeIx) -> Vec<u32> {
+        self.gpus[n]
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| **u == GpuUse::Free)
+            .map(|(g, _)| g as u32)
+            .collect()
+    }
+
+    /// Number of free whole GPUs on node n.
+    pub fn free_count(&self, n: NodeIx) -> u32 {
+        self.gpus[n].iter().filter(|u| **u == GpuUse::Free).count() as u32
+    }
+
+    /// Whether node n has nothing running on it (every usable GPU free).
+    pub fn is_empty_node(&self, n: NodeIx) -> bool {
+        self.gpus[n]
+            .iter()
+            .all(|u| matches!(u, GpuUse::Free | GpuUse::Down))
+    }
+
+    /// Busy GPUs (held whole or shared).
+    pub fn busy_count(&self) -> u32 {
+        self.gpus
+            .iter()
+            .flatten()
+            .filter(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }))
+            .count() as u32
+    }
+
+    /// Whether node n has room for `cpu` and `mem` more.
+    pub fn fits_resources(&self, n: NodeIx, cpu: u64, mem: u64) -> bool {
+        self.cpu_free[n].is_none_or(|c| c >= cpu as i64)
+            && self.mem_free[n].is_none_or(|m| m >= mem as i64)
+    }
+}
+
+/// Nodes whose GPU type a job accepts.
+pub fn eligible_nodes<'a>(
+    inst: &'a Instance,
+    job: &'a PendingJob,
+) -> impl Iterator<Item = NodeIx> + 'a {
+    inst.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| job.accepts_type(&n.gpu_type))
+        .map(|(i, _)| i)
+}
