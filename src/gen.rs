@@ -130,7 +130,20 @@ pub fn generate(p: &GenParams) -> RawInstance {
             let _ = i;
         }
     }
-    let sizes = [1u32, 1, 1, 2, 2, 4, 4, 8, 8, 16, 32, 64];
+    // Gang sizes per 100 jobs: median 1 GPU, mean ~4.2, close to the Helios clusters'
+    // published summary (median 1, mean 3.7 GPUs per GPU job; shared/traces/helios).
+    let sizes: Vec<u32> = [
+        (1u32, 60usize),
+        (2, 10),
+        (4, 10),
+        (8, 12),
+        (16, 5),
+        (32, 2),
+        (64, 1),
+    ]
+    .iter()
+    .flat_map(|&(s, n)| std::iter::repeat_n(s, n))
+    .collect();
     let mut pending = Vec::with_capacity(p.pending);
     for i in 0..p.pending {
         let sharer = rng.gen_bool(p.sharers.clamp(0.0, 1.0));

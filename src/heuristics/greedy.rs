@@ -12,7 +12,7 @@
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, PendingJob};
-use crate::objective::{job_value, value_per_gpu, victim_cost};
+use crate::objective::{evaluate, job_value, value_per_gpu, victim_cost};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::{spread_penalty, Topology};
@@ -29,35 +29,81 @@ impl Planner for Greedy {
         "greedy"
     }
 
+    /// The best, by the objective, of a small portfolio of passes: three job orders times
+    /// three preemption margins (ties go to the earlier pass, so the result is deterministic).
     fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
-        let before = ClusterState::new(inst);
-        let mut state = RoundState::new(inst, &before);
-        for j in greedy_order(inst) {
-            place_job(&mut state, topo, j);
+        let mut best: Option<(f64, Assignment)> = None;
+        for order in [Order::ValuePerGpu, Order::Value, Order::Size] {
+            for margin in [Some(0.0), Some(0.5), None] {
+                if margin.is_some() && !inst.policy.preemption {
+                    continue;
+                }
+                let a = greedy_pass(inst, topo, order, margin);
+                let obj = evaluate(inst, topo, &a).total();
+                if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
+                    best = Some((obj, a));
+                }
+            }
         }
-        state.assignment
+        best.map(|(_, a)| a).unwrap_or_default()
     }
 }
 
-/// Pending job indices in greedy order.
-pub fn greedy_order(inst: &Instance) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..inst.pending.len()).collect();
-    let key: Vec<f64> = inst
+/// The order in which a pass considers jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Value per GPU (priority plus aging), larger gangs first on ties.
+    ValuePerGpu,
+    /// Total value of the job.
+    Value,
+    /// Larger gangs first, value per GPU on ties.
+    Size,
+}
+
+/// One greedy pass. `preempt_margin`: `None` never preempts; `Some(m)` preempts when the job's
+/// value exceeds the victims' cost by the factor `1 + m`.
+pub fn greedy_pass(
+    inst: &Instance,
+    topo: &Topology,
+    order: Order,
+    preempt_margin: Option<f64>,
+) -> Assignment {
+    let before = ClusterState::new(inst);
+    let mut state = RoundState::new(inst, &before);
+    for j in greedy_order(inst, order) {
+        place_job(&mut state, topo, j, preempt_margin);
+    }
+    state.assignment
+}
+
+/// Pending job indices in a pass's order (ids break ties).
+pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..inst.pending.len()).collect();
+    let per: Vec<f64> = inst
         .pending
         .iter()
         .map(|j| value_per_gpu(inst, j))
         .collect();
-    order.sort_by(|&a, &b| {
-        key[b]
-            .total_cmp(&key[a])
-            .then(inst.pending[b].gpus.cmp(&inst.pending[a].gpus))
-            .then(inst.pending[a].id.cmp(&inst.pending[b].id))
+    let total: Vec<f64> = inst.pending.iter().map(|j| job_value(inst, j)).collect();
+    let p = &inst.pending;
+    idx.sort_by(|&a, &b| {
+        let primary = match order {
+            Order::ValuePerGpu => per[b].total_cmp(&per[a]).then(p[b].gpus.cmp(&p[a].gpus)),
+            Order::Value => total[b].total_cmp(&total[a]),
+            Order::Size => p[b].gpus.cmp(&p[a].gpus).then(per[b].total_cmp(&per[a])),
+        };
+        primary.then(p[a].id.cmp(&p[b].id))
     });
-    order
+    idx
 }
 
 /// Try to place job j (with preemption when allowed); commit on success.
-pub fn place_job(state: &mut RoundState, topo: &Topology, j: usize) -> bool {
+pub fn place_job(
+    state: &mut RoundState,
+    topo: &Topology,
+    j: usize,
+    preempt_margin: Option<f64>,
+) -> bool {
     let inst = state.inst;
     let job = &inst.pending[j];
     if !state.quota_allows(job) {
@@ -67,6 +113,9 @@ pub fn place_job(state: &mut RoundState, topo: &Topology, j: usize) -> bool {
         state.commit(j, set);
         return true;
     }
+    let Some(margin) = preempt_margin else {
+        return false;
+    };
     if !inst.policy.preemption || job.gpus == 0 {
         return false;
     }
@@ -134,7 +183,7 @@ pub fn place_job(state: &mut RoundState, topo: &Topology, j: usize) -> bool {
         .iter()
         .map(|&k| victim_cost(inst, &inst.running[k]))
         .sum();
-    if job_value(inst, job) - spread <= cost {
+    if job_value(inst, job) - spread <= cost * (1.0 + margin) {
         return false;
     }
     for &k in &victims {

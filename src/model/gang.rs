@@ -7,6 +7,12 @@
 //! sharer j:         sum_g s_jg = y_j                     (exactly one GPU)
 //! CPU-only job j:   sum_n c_jn = y_j                     (exactly one node)
 //! ```
+//! A gang that one node could hold has whole cells (x = g u) and split cells, with a split
+//! binary q_j that makes the LP charge a split for at least two nodes:
+//! ```text
+//! sum_{whole} u_jn + q_j = y_j,   sum_{split} x_jn = g_j q_j,   sum_{split} u_jn >= 2 q_j,
+//! split pieces x_jn <= g_j - 1
+//! ```
 
 use super::{CellCount, Ctx, MipModel};
 use good_lp::Expression;
@@ -31,6 +37,22 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
                 }
             }
             m.constraints.push(sum.eq(job.gpus as f64 * y));
+            if let Some(q) = m.vars.split[j] {
+                let mut whole = Expression::from(0.0);
+                let mut pieces = Expression::from(0.0);
+                let mut nodes = Expression::from(0.0);
+                for cell in &m.vars.cells[j] {
+                    if cell.split {
+                        pieces += cell.count_expr();
+                        nodes += cell.used;
+                    } else {
+                        whole += cell.used;
+                    }
+                }
+                m.constraints.push((whole + q).eq(y));
+                m.constraints.push(pieces.eq(job.gpus as f64 * q));
+                m.constraints.push(nodes.geq(2.0 * q));
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! ```text
 //! y_j  in {0,1}         pending job j starts                        (gang)
 //! u_jn in {0,1}         job j uses node n                            (gang, hard, topology)
+//! q_j  in {0,1}         job j is split over several nodes although one node could hold it
 //! x_jn in Z+            GPUs of job j on node n (x = k u when the shape fixes k GPUs per node)
 //! s_jg in {0,1}         sharer j on shared GPU g / fresh sharing slot g
 //! z_ni in {0,1}         fresh GPU i of node n opened for sharers    (capacity)
@@ -51,6 +52,8 @@ pub struct Cell {
     pub used: Variable,
     /// GPU count.
     pub count: CellCount,
+    /// A piece of a split gang (the job also has whole-on-one-node cells).
+    pub split: bool,
 }
 
 impl Cell {
@@ -83,6 +86,8 @@ pub struct Vars {
     pub share: Vec<Vec<(ShareSlot, Variable)>>,
     /// z_ni: fresh sharing slots per node.
     pub fresh: Vec<Vec<Variable>>,
+    /// Split binary of jobs that can sit whole on one node or split over several.
+    pub split: Vec<Option<Variable>>,
     /// c_jn of CPU-only jobs.
     pub cpu_only: Vec<Vec<(NodeIx, Variable)>>,
     /// p_k of preemptible running jobs that some pending job outranks.
@@ -221,15 +226,10 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
         let mut cells = Vec::new();
         let mut share = Vec::new();
         let mut cpu_only = Vec::new();
-        let quota_blocked = inst.tenants[job.tenant].quota.is_some_and(|q| {
-            let held: f64 = inst
-                .running
-                .iter()
-                .filter(|r| r.tenant == job.tenant)
-                .map(|r| r.gpu_equivalent())
-                .sum();
-            held > q as f64 + 1e-9 || job.gpu_equivalent() > q as f64 + 1e-9
-        });
+        let mut split = None;
+        let quota_blocked = inst.tenants[job.tenant]
+            .quota
+            .is_some_and(|q| job.gpu_equivalent() > q as f64 + 1e-9);
         if !quota_blocked {
             if job.gpus == 0 {
                 for n in 0..inst.nodes.len() {
@@ -263,41 +263,114 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
                 }
             } else {
                 let limit = job.node_limit();
-                for n in
-                    (0..inst.nodes.len()).filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-                {
-                    let pot = ctx.potential(j, n);
-                    let need = if limit == 1 {
+                let nodes: Vec<usize> = (0..inst.nodes.len())
+                    .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+                    .collect();
+                let pots: Vec<u32> = nodes.iter().map(|&n| ctx.potential(j, n)).collect();
+                if limit == 1 || job.gpus_per_node.is_some() {
+                    let k = if limit == 1 {
                         job.gpus
                     } else {
                         job.gpus_per_node.unwrap_or(1)
                     };
-                    if pot < need {
-                        continue;
+                    for (&n, &pot) in nodes.iter().zip(&pots) {
+                        if pot >= k
+                            && !(limit == 1 && job.gpus_per_node.is_some_and(|g| g != job.gpus))
+                        {
+                            cells.push(Cell {
+                                node: n,
+                                used: p.add(variable().binary()),
+                                count: CellCount::Fixed(k),
+                                split: false,
+                            });
+                        }
                     }
-                    let used = p.add(variable().binary());
-                    let count = if limit == 1 {
-                        CellCount::Fixed(job.gpus)
-                    } else if let Some(k) = job.gpus_per_node {
-                        CellCount::Fixed(k)
-                    } else {
-                        let cap = pot.min(job.gpus);
-                        CellCount::Free(p.add(variable().integer().min(0).max(cap)), cap)
-                    };
-                    cells.push(Cell {
-                        node: n,
-                        used,
-                        count,
-                    });
+                } else {
+                    // Whole on one node (fixed cells), or split over several (free cells,
+                    // each piece smaller than the gang when a whole placement exists).
+                    let single = pots.iter().any(|&pot| pot >= job.gpus);
+                    for (&n, &pot) in nodes.iter().zip(&pots) {
+                        if pot >= job.gpus {
+                            cells.push(Cell {
+                                node: n,
+                                used: p.add(variable().binary()),
+                                count: CellCount::Fixed(job.gpus),
+                                split: false,
+                            });
+                        }
+                    }
+                    let piece = if single { job.gpus - 1 } else { job.gpus };
+                    for (&n, &pot) in nodes.iter().zip(&pots) {
+                        let cap = pot.min(piece);
+                        if cap >= 1 {
+                            let used = p.add(variable().binary());
+                            let x = p.add(variable().integer().min(0).max(cap));
+                            cells.push(Cell {
+                                node: n,
+                                used,
+                                count: CellCount::Free(x, cap),
+                                split: single,
+                            });
+                        }
+                    }
+                    if single && cells.iter().any(|c| c.split) {
+                        split = Some(p.add(variable().binary()));
+                    }
                 }
             }
         }
         let reachable = !cells.is_empty() || !share.is_empty() || !cpu_only.is_empty();
+        m.vars.split.push(split);
         m.vars
             .start
             .push(reachable.then(|| p.add(variable().binary())));
         m.vars.cells.push(cells);
         m.vars.share.push(share);
         m.vars.cpu_only.push(cpu_only);
+    }
+}
+
+/// Column values seen through good_lp's [`good_lp::Solution`] trait.
+pub struct ColumnValues<'a> {
+    /// The model's variables.
+    pub vars: &'a Vars,
+    /// Values by column.
+    pub columns: &'a [f64],
+}
+
+impl good_lp::Solution for ColumnValues<'_> {
+    fn status(&self) -> good_lp::SolutionStatus {
+        good_lp::SolutionStatus::Optimal
+    }
+    fn value(&self, v: Variable) -> f64 {
+        self.columns[self.vars.col(v)]
+    }
+}
+
+impl MipModel {
+    /// Rows (and bounds of integer variables) that `columns` violate, in words; the linear
+    /// objective's value at `columns` plus the constant. Used to check that a MIP start is
+    /// feasible and that the model prices an assignment like [`crate::objective::evaluate`].
+    pub fn check(&self, columns: &[f64]) -> (Vec<String>, f64) {
+        let sol = ColumnValues {
+            vars: &self.vars,
+            columns,
+        };
+        let mut bad = Vec::new();
+        for (i, c) in self.constraints.iter().enumerate() {
+            let lhs = c.expression().eval_with(&sol);
+            let ok = if c.is_equality() {
+                lhs.abs() <= 1e-6
+            } else {
+                lhs <= 1e-6
+            };
+            if !ok {
+                bad.push(format!(
+                    "row {i}: {lhs} {} 0",
+                    if c.is_equality() { "!=" } else { ">" }
+                ));
+            }
+        }
+        (bad, self.objective.eval_with(&sol) + self.constant)
     }
 }

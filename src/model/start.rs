@@ -64,7 +64,14 @@ pub fn start_values(inst: &Instance, topo: &Topology, m: &MipModel, a: &Assignme
                 }
             }
         } else {
+            let is_split = m.vars.split[j].is_some() && gpus.len() > 1;
+            if let (true, Some(q)) = (is_split, m.vars.split[j]) {
+                set(q, 1.0);
+            }
             for (ci, cell) in m.vars.cells[j].iter().enumerate() {
+                if cell.split != is_split {
+                    continue;
+                }
                 if let Some(idx) = gpus.get(&cell.node) {
                     set(cell.used, 1.0);
                     used_nodes[cell.node].insert(j);
@@ -159,7 +166,11 @@ pub fn decode(vars: &super::Vars, col: &[f64]) -> Decision {
                     }
                 })
                 .collect();
-            d.whole.insert(j, counts);
+            let mut merged: BTreeMap<usize, u32> = BTreeMap::new();
+            for (n, c) in counts {
+                *merged.entry(n).or_default() += c;
+            }
+            d.whole.insert(j, merged.into_iter().collect());
         }
     }
     d

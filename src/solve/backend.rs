@@ -76,6 +76,10 @@ impl MipBackend for Highs {
             .try_into_inner()
             .map_err(|e| Error::Solver(e.to_string()))?;
         hm.make_quiet();
+        if std::env::var_os("GANGPLAN_SOLVER_LOG").is_some() {
+            opt(hm.try_set_option("output_flag", true), "output_flag")?;
+            opt(hm.try_set_option("log_to_console", true), "log_to_console")?;
+        }
         fn opt<E: std::fmt::Debug>(r: std::result::Result<(), E>, name: &str) -> Result<()> {
             r.map_err(|e| Error::Solver(format!("setting {name}: {e:?}")))
         }
@@ -91,6 +95,26 @@ impl MipBackend for Highs {
             hm.try_set_option("random_seed", (settings.seed % i32::MAX as u64) as i32),
             "random_seed",
         )?;
+        // Extra HiGHS options for tuning experiments: GANGPLAN_HIGHS_OPTIONS="name=value,...".
+        if let Ok(extra) = std::env::var("GANGPLAN_HIGHS_OPTIONS") {
+            for kv in extra.split(',').filter(|s| !s.is_empty()) {
+                let (k, v) = kv.split_once('=').ok_or_else(|| {
+                    Error::Solver(format!(
+                        "GANGPLAN_HIGHS_OPTIONS entry {kv:?} is not name=value"
+                    ))
+                })?;
+                let r = if let Ok(i) = v.parse::<i32>() {
+                    hm.try_set_option(k, i)
+                } else if let Ok(f) = v.parse::<f64>() {
+                    hm.try_set_option(k, f)
+                } else if let Ok(b) = v.parse::<bool>() {
+                    hm.try_set_option(k, b)
+                } else {
+                    hm.try_set_option(k, v)
+                };
+                opt(r, k)?;
+            }
+        }
         if let Some(path) = &settings.write_model {
             let c = std::ffi::CString::new(path.display().to_string())
                 .map_err(|_| Error::Solver("model path contains NUL".into()))?;

@@ -144,32 +144,33 @@ pub fn solve_with(
             })
             .expect("spawning a thread");
     }
-    let answer =
-        match rx.recv_timeout(budget) {
-            Ok(Ok(Ok(a))) => a,
-            Ok(Ok(Err(e))) => {
-                return fallback(
-                    Some(format!("solver failed ({e}); greedy plan used")),
-                    None,
-                    false,
-                )
-            }
-            Ok(Err(_)) => {
-                return fallback(
-                    Some("solver panicked; greedy plan used".into()),
-                    None,
-                    false,
-                )
-            }
-            Err(_) => return fallback(
+    let answer = match rx.recv_timeout(budget) {
+        Ok(Ok(Ok(a))) => a,
+        Ok(Ok(Err(e))) => {
+            return fallback(
+                Some(format!("solver failed ({e}); greedy plan used")),
+                None,
+                false,
+            )
+        }
+        Ok(Err(_)) => {
+            return fallback(
+                Some("solver panicked; greedy plan used".into()),
+                None,
+                false,
+            )
+        }
+        Err(_) => {
+            return fallback(
                 Some(format!(
                     "the solver did not return within the time limit ({:.2} s); greedy plan used",
                     budget.as_secs_f64()
                 )),
                 None,
                 true,
-            ),
-        };
+            )
+        }
+    };
     let (decision, result, constant) = answer;
     let bound = result.dual_bound.map(|b| b + constant);
     let hit = result.status == BackendStatus::LimitWithIncumbent;
