@@ -12,7 +12,7 @@
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, PendingJob};
-use crate::objective::{evaluate, job_value, value_per_gpu, victim_cost};
+use crate::objective::{evaluate, fair_shares, job_value, value_per_gpu, victim_cost};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::{spread_penalty, Topology};
@@ -70,7 +70,43 @@ pub fn greedy_pass(
 ) -> Assignment {
     let before = ClusterState::new(inst);
     let mut state = RoundState::new(inst, &before);
-    for j in greedy_order(inst, order) {
+    let sequence = greedy_order(inst, order);
+    if order != Order::ValuePerGpu || inst.policy.weights.fairness == 0.0 {
+        for j in sequence {
+            place_job(&mut state, topo, j, preempt_margin);
+        }
+        return state.assignment;
+    }
+    // Value per GPU plus the fairness credit a job earns while its tenant is below its fair
+    // share: the head of each tenant's queue competes, best first, earlier in order on ties.
+    let fair = fair_shares(inst);
+    let per: Vec<f64> = inst
+        .pending
+        .iter()
+        .map(|j| value_per_gpu(inst, j))
+        .collect();
+    let mut queues: Vec<std::collections::VecDeque<(usize, usize)>> =
+        vec![Default::default(); inst.tenants.len()];
+    for (rank, &j) in sequence.iter().enumerate() {
+        queues[inst.pending[j].tenant].push_back((rank, j));
+    }
+    loop {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for (t, q) in queues.iter().enumerate() {
+            let Some(&(rank, j)) = q.front() else {
+                continue;
+            };
+            let eq = inst.pending[j].gpu_equivalent().max(1e-9);
+            let room = ((fair[t] - state.held[t]) / eq).clamp(0.0, 1.0);
+            let key = per[j] + inst.policy.weights.fairness * room;
+            if best.is_none_or(|(bk, br, _)| {
+                key > bk + 1e-12 || ((key - bk).abs() <= 1e-12 && rank < br)
+            }) {
+                best = Some((key, rank, t));
+            }
+        }
+        let Some((_, _, t)) = best else { break };
+        let (_, j) = queues[t].pop_front().expect("a non-empty queue");
         place_job(&mut state, topo, j, preempt_margin);
     }
     state.assignment
