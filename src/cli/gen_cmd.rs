@@ -3,6 +3,8 @@
 use super::{exit, Failure};
 use clap::Args;
 use gangplan::gen::{generate, GenParams};
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::validate::{limits, validate};
 use std::path::PathBuf;
 
 /// Write a synthetic instance.
@@ -24,10 +26,10 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 8)]
     pub racks_per_pod: usize,
     /// Fraction of GPUs held by running jobs.
-    #[arg(long, default_value_t = 0.65)]
+    #[arg(long, default_value_t = 0.65, allow_negative_numbers = true)]
     pub busy: f64,
     /// Fraction of GPUs down.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub down: f64,
     /// Tenants (the last one gets a quota of a quarter of the GPUs).
     #[arg(long, default_value_t = 3)]
@@ -36,10 +38,10 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 64)]
     pub max_gang: u32,
     /// Fraction of pending jobs that share one GPU (gpu_milli).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     pub sharers: f64,
     /// policy.time_limit written into the instance.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub time_limit: f64,
     /// Write JSON instead of YAML (both are valid instances; JSON parses faster).
     #[arg(long)]
@@ -64,6 +66,21 @@ pub fn run(a: GenArgs) -> Result<i32, Failure> {
             return Err(bad(format!("{name} is {v}; expected a fraction in 0..=1")));
         }
     }
+    if !(a.time_limit.is_finite() && a.time_limit > 0.0 && a.time_limit <= 86_400.0) {
+        return Err(bad(format!(
+            "--time-limit is {}; expected seconds in (0, 86400]",
+            a.time_limit
+        )));
+    }
+    if a.tenants > limits::MAX_TENANTS || a.pending > limits::MAX_JOBS / 2 {
+        return Err(bad(format!(
+            "--tenants is {} and --pending {}; expected at most {} tenants and {} pending jobs",
+            a.tenants,
+            a.pending,
+            limits::MAX_TENANTS,
+            limits::MAX_JOBS / 2
+        )));
+    }
     if a.nodes_per_rack == 0 || a.racks_per_pod == 0 || a.tenants == 0 || a.max_gang == 0 {
         return Err(bad(
             "--nodes-per-rack, --racks-per-pod, --tenants and --max-gang must be at least 1".into(),
@@ -83,6 +100,13 @@ pub fn run(a: GenArgs) -> Result<i32, Failure> {
         time_limit: a.time_limit,
     };
     let raw = generate(&p);
+    // Never emit an instance that `solve` would refuse.
+    validate(&raw, &ModelLibrary::builtin()).map_err(|issues| {
+        Failure::from_lib(gangplan::Error::Input {
+            source_name: "generated instance".into(),
+            issues,
+        })
+    })?;
     let text = if a.json {
         serde_json::to_string(&raw).map_err(|e| Failure::new(exit::INTERNAL, e.into()))? + "\n"
     } else {

@@ -38,10 +38,10 @@ pub struct SolveArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Seconds for the whole command, read to write; overrides policy.time_limit.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub time_limit: Option<f64>,
     /// Relative MIP gap at which to stop (0.01 = 1%); overrides policy.mip_gap.
-    #[arg(long, value_name = "G")]
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
     pub gap: Option<f64>,
     /// Which planner.
     #[arg(long, value_enum, default_value_t = PlannerArg::Ilp)]

@@ -4,8 +4,10 @@
 //! Numbers are read wide (u64/i64/f64) so that range checks in
 //! [`super::validate`] can name the field, the value and the allowed range.
 
+use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
 /// The whole instance document.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -100,7 +102,7 @@ pub struct RawRunning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_cost: Option<f64>,
     /// GPUs held, per node.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub gpus: BTreeMap<String, Vec<u64>>,
     /// Share of one GPU for a sharing job (1..999).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,7 +189,11 @@ pub struct RawPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mip_gap: Option<f64>,
     /// Objective weights by name (see `Weights`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "unique_keys"
+    )]
     pub weights: BTreeMap<String, f64>,
     /// Extension: allow preemption this round (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,4 +201,35 @@ pub struct RawPolicy {
     /// Extension: solver random seed (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+}
+
+/// A mapping whose keys must be unique: YAML and JSON parsers keep the last of two equal keys,
+/// which would silently drop data (a running job listing one node twice).
+fn unique_keys<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct UniqueKeys<V>(PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> Visitor<'de> for UniqueKeys<V> {
+        type Value = BTreeMap<String, V>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut map = BTreeMap::new();
+            while let Some(key) = access.next_key::<String>()? {
+                if map.contains_key(&key) {
+                    return Err(A::Error::custom(format!(
+                        "duplicate entry with key {:?}",
+                        super::load::shorten(&key, 64)
+                    )));
+                }
+                let value = access.next_value()?;
+                map.insert(key, value);
+            }
+            Ok(map)
+        }
+    }
+    d.deserialize_map(UniqueKeys(PhantomData))
 }

@@ -2,6 +2,7 @@
 //! names the field path, the bad value and what would be right. All issues are collected, not
 //! just the first.
 
+use super::load::shorten;
 use super::policy::{Policy, Weights};
 use super::raw::RawInstance;
 use super::{Instance, Locality, Node, PendingJob, RunningJob, Tenant};
@@ -29,15 +30,43 @@ pub mod limits {
     pub const MAX_NAME_LEN: usize = 256;
 }
 
-struct Issues(Vec<InputIssue>);
+/// Most issues listed for one instance; the rest are counted in a final issue.
+pub const MAX_ISSUES: usize = 100;
+
+/// A name or value as it appears in a message: quoted, at most 64 characters.
+fn q(s: &str) -> String {
+    format!("{:?}", shorten(s, 64))
+}
+
+/// Issues found so far, and how many more were found past [`MAX_ISSUES`].
+struct Issues(Vec<InputIssue>, usize);
 
 impl Issues {
     fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        if self.0.len() >= MAX_ISSUES {
+            self.1 += 1;
+            return;
+        }
         self.0.push(InputIssue {
             path: path.into(),
             message: message.into(),
             line: None,
         });
+    }
+
+    /// The issues, with a last one counting those not listed.
+    fn finish(mut self) -> Vec<InputIssue> {
+        if self.1 > 0 {
+            self.0.push(InputIssue {
+                path: String::new(),
+                message: format!(
+                    "{} more issue(s) not listed; fix the ones above first",
+                    self.1
+                ),
+                line: None,
+            });
+        }
+        self.0
     }
 
     fn name(&mut self, path: &str, value: &str) {
@@ -55,7 +84,10 @@ impl Issues {
         } else if value.chars().any(|c| c.is_control()) {
             self.push(
                 path,
-                format!("{value:?} contains control characters; use printable characters"),
+                format!(
+                    "{} contains control characters; use printable characters",
+                    q(value)
+                ),
             );
         }
     }
@@ -76,7 +108,7 @@ impl Issues {
 
 /// Validate a raw instance against the hardware and workload models.
 pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Vec<InputIssue>> {
-    let mut is = Issues(Vec::new());
+    let mut is = Issues(Vec::new(), 0);
     if raw.nodes.is_empty() {
         is.push("nodes", "is empty; list at least one node");
     }
@@ -118,8 +150,8 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
             is.push(
                 format!("{p}.name"),
                 format!(
-                    "{:?} is used by an earlier node; node names must be unique",
-                    rn.name
+                    "{} is used by an earlier node; node names must be unique",
+                    q(&rn.name)
                 ),
             );
         }
@@ -130,7 +162,8 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                     is.push(
                         format!("{p}.model"),
                         format!(
-                            "{m:?} is not a known hardware model; expected one of {}",
+                            "{} is not a known hardware model; expected one of {}",
+                            q(m),
                             models
                                 .hardware
                                 .keys()
@@ -183,8 +216,10 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                 is.push(
                     format!("{p}.gpu_type"),
                     format!(
-                        "is {t:?} but model {} has {:?}; drop gpu_type or make them equal",
-                        m.name, m.gpu_type
+                        "is {} but model {} has {:?}; drop gpu_type or make them equal",
+                        q(t),
+                        m.name,
+                        m.gpu_type
                     ),
                 );
                 t.clone()
@@ -203,7 +238,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                     format!("{p}.down[{k}]"),
                     format!(
                         "GPU index {d} does not exist; node {} has GPUs 0..{}",
-                        rn.name,
+                        shorten(&rn.name, 64),
                         gpus.saturating_sub(1)
                     ),
                 );
@@ -225,7 +260,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         let rack = match rack_ix.get(&rack_name) {
             Some(&r) => {
                 if rack_pod[r] != pod {
-                    is.push(format!("{p}.pod"), format!("is {:?} but rack {:?} is in pod {:?} on an earlier node; a rack belongs to one pod", pod_name, rack_name, pods[rack_pod[r]]));
+                    is.push(format!("{p}.pod"), format!("is {} but rack {} is in pod {} on an earlier node; a rack belongs to one pod", q(&pod_name), q(&rack_name), q(&pods[rack_pod[r]])));
                 }
                 r
             }
@@ -314,8 +349,8 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                 is.push(
                     format!("{p}.name"),
                     format!(
-                        "{:?} is used by an earlier tenant; tenant names must be unique",
-                        t.name
+                        "{} is used by an earlier tenant; tenant names must be unique",
+                        q(&t.name)
                     ),
                 );
             }
@@ -344,7 +379,8 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         is.push(
             path,
             format!(
-                "{n:?} is not a listed tenant; expected one of {}",
+                "{} is not a listed tenant; expected one of {}",
+                q(&n),
                 if known.is_empty() {
                     "(none listed: add a tenants: section)".to_string()
                 } else {
@@ -363,7 +399,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         let p = format!("running[{i}]");
         is.name(&format!("{p}.id"), &r.id);
         if !ids.insert(r.id.clone()) {
-            is.push(format!("{p}.id"), format!("{:?} is used by an earlier job; job ids must be unique across running and pending", r.id));
+            is.push(format!("{p}.id"), format!("{} is used by an earlier job; job ids must be unique across running and pending", q(&r.id)));
         }
         let tenant = tenant_of(&mut is, format!("{p}.tenant"), &r.tenant);
         check_priority(&mut is, &format!("{p}.priority"), r.priority);
@@ -387,11 +423,14 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         }
         let mut held = Vec::new();
         for (node_name, idx) in &r.gpus {
-            let np = format!("{p}.gpus.{node_name}");
+            let np = format!("{p}.gpus.{}", shorten(node_name, 64));
             let Some(&n) = node_by_name.get(node_name) else {
                 is.push(
                     np,
-                    format!("node {node_name:?} is not in nodes; use one of the listed node names"),
+                    format!(
+                        "node {} is not in nodes; use one of the listed node names",
+                        q(node_name)
+                    ),
                 );
                 continue;
             };
@@ -402,7 +441,8 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                     is.push(
                         format!("{np}[{k}]"),
                         format!(
-                            "GPU index {g} does not exist; node {node_name} has GPUs 0..{}",
+                            "GPU index {g} does not exist; node {} has GPUs 0..{}",
+                            shorten(node_name, 64),
                             gpus.saturating_sub(1)
                         ),
                     );
@@ -423,7 +463,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                         if shared && *oshared && *omilli + milli.unwrap_or(0) <= 1000 {
                             *omilli += milli.unwrap_or(0);
                         } else {
-                            is.push(format!("{np}[{k}]"), format!("GPU {node_name}:{g} is already held by running job {other:?}; a GPU is held by one job (or by sharers totalling at most 1000 milli)"));
+                            is.push(format!("{np}[{k}]"), format!("GPU {}:{g} is already held by running job {}; a GPU is held by one job (or by sharers totalling at most 1000 milli)", shorten(node_name, 64), q(other)));
                         }
                     }
                     None => {
@@ -456,7 +496,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         let p = format!("pending[{i}]");
         is.name(&format!("{p}.id"), &r.id);
         if !ids.insert(r.id.clone()) {
-            is.push(format!("{p}.id"), format!("{:?} is used by an earlier job; job ids must be unique across running and pending", r.id));
+            is.push(format!("{p}.id"), format!("{} is used by an earlier job; job ids must be unique across running and pending", q(&r.id)));
         }
         let tenant = tenant_of(&mut is, format!("{p}.tenant"), &r.tenant);
         check_priority(&mut is, &format!("{p}.priority"), r.priority);
@@ -498,7 +538,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
             Some(other) => {
                 is.push(
                     format!("{p}.within"),
-                    format!("is {other:?}; expected one of node, rack, pod"),
+                    format!("is {}; expected one of node, rack, pod", q(other)),
                 );
                 None
             }
@@ -554,7 +594,8 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                 is.push(
                     format!("{p}.workload"),
                     format!(
-                        "{w:?} is not a known workload profile; expected one of {}",
+                        "{} is not a known workload profile; expected one of {}",
+                        q(w),
                         models
                             .workloads
                             .keys()
@@ -612,14 +653,18 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         }
         match Weights::from_map(&rp.weights) {
             Ok(w) => policy.weights = w,
-            Err(e) => is.0.extend(e),
+            Err(e) => {
+                for i in e {
+                    is.push(i.path, i.message);
+                }
+            }
         }
         policy.preemption = rp.preemption.unwrap_or(true);
         policy.seed = rp.seed.unwrap_or(0);
     }
 
     if !is.0.is_empty() {
-        return Err(is.0);
+        return Err(is.finish());
     }
     Ok(Instance {
         nodes,

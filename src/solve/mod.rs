@@ -126,7 +126,7 @@ pub fn solve_with(
         seed: inst.policy.seed,
         write_model: opts.write_model.clone(),
     };
-    {
+    let spawned = {
         let (inst, topo, greedy) = (Arc::clone(inst), Arc::clone(topo), greedy.clone());
         std::thread::Builder::new()
             .name("gangplan-mip".into())
@@ -135,14 +135,24 @@ pub fn solve_with(
                     let mut m = model::build(&inst, &topo);
                     let start = model::start::start_values(&inst, &topo, &m, &greedy);
                     let constant = m.constant;
+                    let columns = m.columns();
                     let vars = std::mem::take(&mut m.vars);
                     backend
                         .solve(m, &start, &settings)
+                        .and_then(|r| check_columns(r, columns))
                         .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
                 }));
                 let _ = tx.send(result);
             })
-            .expect("spawning a thread");
+    };
+    if let Err(e) = spawned {
+        return fallback(
+            Some(format!(
+                "could not start the solver thread ({e}); greedy plan used"
+            )),
+            None,
+            false,
+        );
     }
     let answer = match rx.recv_timeout(budget) {
         Ok(Ok(Ok(a))) => a,
@@ -215,4 +225,27 @@ pub fn solve_with(
         greedy_objective,
         note: None,
     }
+}
+
+/// A backend's answer must give one finite value per column of the model; anything else is a
+/// solver failure (and the round falls back to the greedy plan), never an index out of range.
+fn check_columns(r: BackendResult, columns: usize) -> crate::Result<BackendResult> {
+    if r.columns.len() != columns {
+        return Err(crate::Error::Solver(format!(
+            "the answer has {} column values for a model of {columns} columns",
+            r.columns.len()
+        )));
+    }
+    if let Some(i) = r.columns.iter().position(|v| !v.is_finite()) {
+        return Err(crate::Error::Solver(format!(
+            "the answer's column {i} is {}",
+            r.columns[i]
+        )));
+    }
+    if r.dual_bound.is_some_and(|b| !b.is_finite()) {
+        return Err(crate::Error::Solver(
+            "the answer's dual bound is not finite".into(),
+        ));
+    }
+    Ok(r)
 }
