@@ -11,19 +11,19 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// Nodes.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, allow_negative_numbers = true)]
     pub nodes: usize,
     /// Pending jobs.
-    #[arg(long, default_value_t = 80)]
+    #[arg(long, default_value_t = 80, allow_negative_numbers = true)]
     pub pending: usize,
     /// Seed (same parameters and seed give the same instance).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Nodes per rack.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
     pub nodes_per_rack: usize,
     /// Racks per pod.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, allow_negative_numbers = true)]
     pub racks_per_pod: usize,
     /// Fraction of GPUs held by running jobs.
     #[arg(long, default_value_t = 0.65, allow_negative_numbers = true)]
@@ -32,10 +32,10 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub down: f64,
     /// Tenants (the last one gets a quota of a quarter of the GPUs).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub tenants: usize,
     /// Largest pending gang.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
     pub max_gang: u32,
     /// Fraction of pending jobs that share one GPU (gpu_milli).
     #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]

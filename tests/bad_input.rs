@@ -1,0 +1,783 @@
+//! The bad-input catalogue: every broken instance, plan and flag goes through the real binary
+//! and must end with exit code 2, a message that names the field path, the bad value and the
+//! fix, no panic text, nothing on stdout and no output file.
+//!
+//! Static cases live in `tests/fixtures/bad/` (one file each, listed in [`CASES`]); cases that
+//! cannot be checked in (binary bytes, a file over the size limit, a directory, a missing file,
+//! deep nesting, oversized documents) are made in a temporary directory at test time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Exit code for bad input (see `gangplan --help`).
+const BAD_INPUT: i32 = 2;
+
+/// Fixture file and the substrings its error must contain: the field path first, then the
+/// value, then the words of the fix.
+const CASES: &[(&str, &[&str])] = &[
+    // Syntax.
+    (
+        "malformed_yaml.yaml",
+        &["nodes (line 3)", "expected ',' or ']'", "fix the syntax"],
+    ),
+    (
+        "malformed_json.json",
+        &["pending (line 2)", "expected ',' or ']'", "fix the syntax"],
+    ),
+    (
+        "bad_indentation.yaml",
+        &["nodes (line 4)", "'-' indicator", "fix the syntax"],
+    ),
+    (
+        "two_documents.yaml",
+        &["document", "more than one document", "keep one document"],
+    ),
+    (
+        "empty.yaml",
+        &["document", "is empty", "expected a YAML or JSON document"],
+    ),
+    (
+        "comment_only.yaml",
+        &["document", "missing field `nodes`", "add it"],
+    ),
+    (
+        "scalar_document.yaml",
+        &[
+            "document",
+            "integer `42`",
+            "expected a mapping with `nodes:`",
+        ],
+    ),
+    // Field names.
+    (
+        "typo_field.yaml",
+        &[
+            "pending[0].priorty",
+            "`priorty`",
+            "did you mean `priority`?",
+        ],
+    ),
+    (
+        "typo_top_level.yaml",
+        &["node (line 1)", "`node`", "did you mean `nodes`?"],
+    ),
+    (
+        "missing_nodes.yaml",
+        &["document", "missing field `nodes`", "add it"],
+    ),
+    (
+        "duplicate_field.yaml",
+        &["nodes[0]", "duplicate field `gpus`", "give each key once"],
+    ),
+    (
+        "duplicate_map_key.yaml",
+        &["running[0].gpus", "key \"a\"", "give each key once"],
+    ),
+    // Types.
+    (
+        "wrong_type_gpus.yaml",
+        &["nodes[0].gpus", "\"eight\"", "expected a whole number >= 0"],
+    ),
+    (
+        "wrong_type_nodes.yaml",
+        &["nodes (line 1)", "invalid type: map", "expected a list"],
+    ),
+    (
+        "wrong_type_gpu_type.yaml",
+        &[
+            "pending[0].gpu_type",
+            "neither a GPU type nor a list",
+            "expected e.g. H100",
+        ],
+    ),
+    // Numbers.
+    (
+        "negative_gpus.yaml",
+        &["pending[0].gpus", "`-4`", "expected a whole number >= 0"],
+    ),
+    (
+        "absurd_gpus_float.yaml",
+        &[
+            "nodes[0].gpus",
+            "100000000000000000000",
+            "expected a whole number >= 0",
+        ],
+    ),
+    (
+        "absurd_gpus_int.yaml",
+        &[
+            "pending[0].gpus",
+            "100000000000",
+            "expected at most 1000000 GPUs",
+        ],
+    ),
+    (
+        "node_gpus_over_limit.yaml",
+        &[
+            "nodes[0].gpus",
+            "5000",
+            "expected at most 1024 GPUs per node",
+        ],
+    ),
+    (
+        "priority_over_limit.yaml",
+        &[
+            "pending[0].priority",
+            "99999999999999999",
+            "within +-1000000000000",
+        ],
+    ),
+    (
+        "quota_over_limit.yaml",
+        &["tenants[0].quota", "50000000", "expected at most 1000000"],
+    ),
+    (
+        "cpu_over_limit.yaml",
+        &[
+            "nodes[0].cpu_milli",
+            "5000000000000",
+            "expected at most 1000000000000",
+        ],
+    ),
+    (
+        "negative_weight.yaml",
+        &["tenants[0].weight", "is -1", "expected a number > 0"],
+    ),
+    (
+        "nan_wait.yaml",
+        &["pending[0].wait", "NaN", "expected seconds in 0..=1e10"],
+    ),
+    (
+        "time_limit_negative.yaml",
+        &[
+            "policy.time_limit",
+            "is -1",
+            "expected seconds in (0, 86400]",
+        ],
+    ),
+    (
+        "mip_gap_too_large.yaml",
+        &["policy.mip_gap", "is 2", "expected a fraction in 0..=1"],
+    ),
+    (
+        "max_nodes_zero.yaml",
+        &["pending[0].max_nodes", "is 0", "expected at least 1"],
+    ),
+    // Names and references.
+    (
+        "duplicate_node.yaml",
+        &["nodes[1].name", "\"a\"", "node names must be unique"],
+    ),
+    (
+        "duplicate_job_id.yaml",
+        &["pending[0].id", "\"train\"", "job ids must be unique"],
+    ),
+    (
+        "duplicate_pending_id.yaml",
+        &["pending[1].id", "\"j1\"", "job ids must be unique"],
+    ),
+    (
+        "unknown_node.yaml",
+        &[
+            "running[0].gpus.b",
+            "\"b\"",
+            "use one of the listed node names",
+        ],
+    ),
+    (
+        "unknown_tenant.yaml",
+        &[
+            "pending[0].tenant",
+            "\"nobody\"",
+            "expected one of research",
+        ],
+    ),
+    (
+        "unknown_model.yaml",
+        &[
+            "nodes[0].model",
+            "\"dgx-h900\"",
+            "expected one of a100-pcie-8x",
+        ],
+    ),
+    (
+        "unknown_workload.yaml",
+        &[
+            "pending[0].workload",
+            "\"nope\"",
+            "expected one of data-parallel",
+        ],
+    ),
+    (
+        "unknown_weight.yaml",
+        &[
+            "policy.weights.gpuu",
+            "unknown weight",
+            "expected one of gpu",
+        ],
+    ),
+    (
+        "name_too_long.yaml",
+        &["nodes[0].name", "300 characters", "the limit is 256"],
+    ),
+    (
+        "control_chars_in_name.yaml",
+        &["nodes[0].name", "\"a\\tb\"", "use printable characters"],
+    ),
+    (
+        "model_gpus_conflict.yaml",
+        &["nodes[0].gpus", "is 4", "drop gpus or make them equal"],
+    ),
+    (
+        "rack_in_two_pods.yaml",
+        &["nodes[1].pod", "\"p2\"", "a rack belongs to one pod"],
+    ),
+    // GPUs.
+    (
+        "gpu_index_out_of_range.yaml",
+        &[
+            "running[0].gpus.a[1]",
+            "GPU index 8",
+            "node a has GPUs 0..7",
+        ],
+    ),
+    (
+        "down_index_out_of_range.yaml",
+        &["nodes[0].down[0]", "GPU index 9", "node a has GPUs 0..7"],
+    ),
+    (
+        "gpu_held_twice.yaml",
+        &[
+            "running[1].gpus.a[0]",
+            "GPU a:1",
+            "already held by running job \"r1\"",
+        ],
+    ),
+    (
+        "shared_gpu_over_1000.yaml",
+        &["running[1].gpus.a[0]", "GPU a:3", "at most 1000 milli"],
+    ),
+    (
+        "running_without_gpus.yaml",
+        &["running[0].gpus", "is empty", "map each node the job holds"],
+    ),
+    (
+        "gpus_per_node_not_divisor.yaml",
+        &[
+            "pending[0].gpus_per_node",
+            "is 3",
+            "multiple of gpus_per_node",
+        ],
+    ),
+    (
+        "empty_gpu_type_list.yaml",
+        &[
+            "pending[0].gpu_type",
+            "empty list",
+            "omit it to accept any type",
+        ],
+    ),
+    (
+        "empty_nodes.yaml",
+        &["nodes", "is empty", "list at least one node"],
+    ),
+    // Enums and sharing.
+    (
+        "bad_within.yaml",
+        &[
+            "pending[0].within",
+            "\"galaxy\"",
+            "expected one of node, rack, pod",
+        ],
+    ),
+    (
+        "gpu_milli_too_large.yaml",
+        &["pending[0].gpu_milli", "is 1000", "expected 1..=999"],
+    ),
+    (
+        "gpu_milli_zero.yaml",
+        &["running[0].gpu_milli", "is 0", "expected 1..=999"],
+    ),
+    (
+        "gpu_milli_multi_gpu.yaml",
+        &["pending[0].gpu_milli", "gpus is 2", "asks for gpus: 1"],
+    ),
+    // Alias bombs.
+    (
+        "alias_bomb.yaml",
+        &["a (line 2)", "unknown field `a`", "use one of nodes"],
+    ),
+    (
+        "alias_bomb_in_field.yaml",
+        &[
+            "pending[0].gpu_type",
+            "repetition limit exceeded",
+            "without deep aliases",
+        ],
+    ),
+];
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_gangplan")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bad")
+}
+
+fn quickstart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/quickstart.yaml")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+/// The checks every refusal must pass.
+fn assert_refused(what: &str, out: &Output, expect: &[&str]) {
+    let err = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(BAD_INPUT),
+        "{what}: exit code\nstderr: {err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{what}: stdout must be empty, got {}",
+        text(&out.stdout)
+    );
+    for bad in ["panicked", "RUST_BACKTRACE", "internal error", "thread '"] {
+        assert!(!err.contains(bad), "{what}: panic text {bad:?} in {err}");
+    }
+    assert!(
+        err.starts_with("gangplan: error: ") || err.starts_with("error: "),
+        "{what}: the message starts with the program's error prefix: {err}"
+    );
+    assert!(
+        err.len() < 4000,
+        "{what}: the message is {} bytes long; it must stay short",
+        err.len()
+    );
+    for e in expect {
+        assert!(err.contains(e), "{what}: expected {e:?} in\n{err}");
+    }
+}
+
+/// Run `solve --out` on an instance: refused, nothing written, an existing output untouched,
+/// no temporary file left beside it.
+fn assert_solve_refuses(what: &str, instance: &Path, expect: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("plan.json");
+    let out = run(&[
+        "solve",
+        instance.to_str().unwrap(),
+        "--out",
+        fresh.to_str().unwrap(),
+        "--time-limit",
+        "5",
+    ]);
+    assert_refused(what, &out, expect);
+    assert!(!fresh.exists(), "{what}: no output file may be written");
+    // A plan from an earlier round stays as it was.
+    let kept = dir.path().join("kept.json");
+    std::fs::write(&kept, "earlier plan\n").unwrap();
+    let out = run(&[
+        "solve",
+        instance.to_str().unwrap(),
+        "--out",
+        kept.to_str().unwrap(),
+        "--planner",
+        "greedy",
+    ]);
+    assert_refused(what, &out, expect);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "earlier plan\n");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["kept.json".to_string()],
+        "{what}: no temporary file left"
+    );
+}
+
+#[test]
+fn catalogue_covers_every_fixture_and_has_30_cases() {
+    let mut files: Vec<String> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = CASES.iter().map(|(f, _)| f.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        files, listed,
+        "every fixture has an expectation and vice versa"
+    );
+    assert!(CASES.len() >= 30, "{} cases", CASES.len());
+}
+
+#[test]
+fn every_fixture_is_refused_by_solve_with_path_value_and_fix() {
+    for (file, expect) in CASES {
+        let path = fixtures().join(file);
+        let started = Instant::now();
+        assert_solve_refuses(file, &path, expect);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{file}: refused in {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn every_fixture_is_refused_by_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let out = run(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--planner",
+        "greedy",
+        "--out",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for (file, expect) in CASES {
+        let path = fixtures().join(file);
+        let out = run(&["validate", path.to_str().unwrap(), plan.to_str().unwrap()]);
+        assert_refused(file, &out, expect);
+    }
+}
+
+#[test]
+fn binary_and_nul_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("binary.yaml");
+    let mut bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i * 2_654_435_761 >> 24) as u8)
+        .collect();
+    bytes[0] = 0xff;
+    std::fs::write(&binary, &bytes).unwrap();
+    assert_solve_refuses(
+        "binary",
+        &binary,
+        &[
+            "document",
+            "invalid byte at offset 0",
+            "pass a YAML or JSON file",
+        ],
+    );
+    let nul = dir.path().join("nul.yaml");
+    std::fs::write(&nul, b"nodes: [{name: a, gpus: 8}]\n\0\0\0").unwrap();
+    assert_solve_refuses(
+        "nul",
+        &nul,
+        &["document", "NUL bytes", "pass a YAML or JSON text file"],
+    );
+}
+
+#[test]
+fn a_file_over_the_size_limit_is_refused_without_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.yaml");
+    // 300 MiB, sparse: no disk is used, and the loader must not read it.
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(300 * 1024 * 1024).unwrap();
+    drop(f);
+    let started = Instant::now();
+    assert_solve_refuses(
+        "300 MiB file",
+        &big,
+        &[
+            "document",
+            "314572800 bytes",
+            "the limit is 268435456 bytes",
+        ],
+    );
+    // Two solve runs: each refused in well under a second (reading 300 MiB would not be).
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "refused in {:?}",
+        started.elapsed()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn an_endless_stream_is_cut_at_the_size_limit() {
+    // A device has no size: the loader reads up to the limit and stops.
+    let started = Instant::now();
+    let out = run(&["solve", "/dev/zero"]);
+    assert_refused(
+        "/dev/zero",
+        &out,
+        &["document", "more than 268435456", "the limit is"],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_directory_and_a_missing_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_solve_refuses(
+        "directory",
+        dir.path(),
+        &["document", "is a directory", "pass an instance file"],
+    );
+    let missing = dir.path().join("no-such-round.yaml");
+    assert_solve_refuses(
+        "missing",
+        &missing,
+        &["no-such-round.yaml", "does not exist", "check the path"],
+    );
+}
+
+#[test]
+fn deep_nesting_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let nested = "nests brackets more than 256 levels deep; the limit is 256: flatten the document";
+    let cases = [
+        // The YAML parser slows down with the square of the depth (100,000 levels took 40 s):
+        // the loader refuses deep nesting before parsing.
+        ("deep.yaml", format!("nodes: {}\n", deep(100_000)), nested),
+        // JSON is parsed by its own parser first, which stops at the first wrong type.
+        ("deep.json", format!("{{\"nodes\": {}}}", deep(100_000)), "nodes[0]"),
+        // gpu_type is buffered whole before it is matched: the depth check still holds.
+        (
+            "deep_field.yaml",
+            format!(
+                "nodes: [{{name: a, gpus: 8}}]\npending: [{{id: j, gpus: 1, gpu_type: {}}}]\n",
+                deep(100_000)
+            ),
+            nested,
+        ),
+        (
+            "deep_field.json",
+            format!(
+                "{{\"nodes\": [{{\"name\": \"a\", \"gpus\": 8}}], \"pending\": [{{\"id\": \"j\", \"gpus\": 1, \"gpu_type\": {}}}]}}",
+                deep(100_000)
+            ),
+            nested,
+        ),
+        // Nesting within the limit but beyond the parser's recursion limit (128).
+        ("deep_200.yaml", format!("nodes: [{{name: a, gpus: 8}}]\npending: [{{id: j, gpus: 1, gpu_type: {}}}]\n", deep(200)), "recursion limit exceeded"),
+    ];
+    for (name, doc, expect) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, doc).unwrap();
+        let started = Instant::now();
+        assert_solve_refuses(name, &path, &[expect]);
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{name}: {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn huge_echoed_values_are_shortened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.yaml");
+    let long = "x".repeat(1_000_000);
+    std::fs::write(
+        &path,
+        format!("nodes: [{{name: a, gpus: 8}}]\npending: [{{id: j, gpus: 1, within: {long}}}]\n"),
+    )
+    .unwrap();
+    // assert_refused also checks that the whole message stays under 4000 bytes.
+    assert_solve_refuses(
+        "long value",
+        &path,
+        &[
+            "pending[0].within",
+            "1000000 characters in all",
+            "expected one of node, rack, pod",
+        ],
+    );
+}
+
+#[test]
+fn many_issues_are_listed_up_to_a_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.yaml");
+    let mut doc = String::from("nodes:\n");
+    for i in 0..1000 {
+        doc.push_str(&format!("  - {{name: n{i}, gpus: 8, down: [99]}}\n"));
+    }
+    std::fs::write(&path, doc).unwrap();
+    let out = run(&["solve", path.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(BAD_INPUT));
+    assert!(
+        err.contains("nodes[0].down[0]: GPU index 99 does not exist"),
+        "{err}"
+    );
+    assert!(err.contains("900 more issue(s) not listed"), "{err}");
+    assert_eq!(err.matches("GPU index 99").count(), 100);
+}
+
+#[test]
+fn bad_solve_flags_are_refused() {
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("plan.json");
+    let o = out_path.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--time-limit", "-1"],
+            &["--time-limit", "-1", "expected seconds in (0, 86400]"],
+        ),
+        (
+            &["--time-limit=0"],
+            &["--time-limit", "is 0", "expected seconds in (0, 86400]"],
+        ),
+        (
+            &["--time-limit", "1e9"],
+            &[
+                "--time-limit",
+                "1000000000",
+                "expected seconds in (0, 86400]",
+            ],
+        ),
+        (
+            &["--time-limit", "NaN"],
+            &["--time-limit", "NaN", "expected seconds"],
+        ),
+        (
+            &["--time-limit", "soon"],
+            &["--time-limit", "'soon'", "invalid float literal"],
+        ),
+        (
+            &["--gap", "2"],
+            &["--gap", "is 2", "expected a fraction in 0..=1"],
+        ),
+        (
+            &["--gap", "-0.1"],
+            &["--gap", "-0.1", "expected a fraction in 0..=1"],
+        ),
+        (
+            &["--planner", "magic"],
+            &["--planner", "'magic'", "possible values: ilp, greedy"],
+        ),
+        (
+            &["--format", "xml"],
+            &["--format", "'xml'", "possible values: json, yaml"],
+        ),
+        (
+            &["--write-model", "model.txt"],
+            &["--write-model", "model.txt", "must end in .mps or .lp"],
+        ),
+        (&["--frobnicate"], &["--frobnicate", "unexpected argument"]),
+    ];
+    for (flags, expect) in cases {
+        let mut args = vec!["solve", q, "--out", o];
+        args.extend_from_slice(flags);
+        let out = run(&args);
+        assert_refused(&format!("{flags:?}"), &out, expect);
+        assert!(!out_path.exists(), "{flags:?}: no output");
+    }
+    let out = run(&["solve", q, "--out", o, "--models", "/no/such/models-dir"]);
+    assert_eq!(out.status.code(), Some(BAD_INPUT), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("/no/such/models-dir"));
+    assert!(!out_path.exists());
+}
+
+#[test]
+fn bad_gen_flags_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("round.yaml");
+    let o = out_path.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--nodes", "0"],
+            &["--nodes", "is 0", "expected 1..=100000"],
+        ),
+        (&["--nodes", "-3"], &["--nodes", "'-3'"]),
+        (
+            &["--busy", "2"],
+            &["--busy", "is 2", "expected a fraction in 0..=1"],
+        ),
+        (
+            &["--down", "-0.5"],
+            &["--down", "-0.5", "expected a fraction in 0..=1"],
+        ),
+        (
+            &["--sharers", "NaN"],
+            &["--sharers", "NaN", "expected a fraction"],
+        ),
+        (
+            &["--time-limit", "-5"],
+            &["--time-limit", "-5", "expected seconds in (0, 86400]"],
+        ),
+        (
+            &["--time-limit", "inf"],
+            &["--time-limit", "inf", "expected seconds in (0, 86400]"],
+        ),
+        (&["--tenants", "0"], &["--tenants", "must be at least 1"]),
+        (
+            &["--tenants", "200000"],
+            &["--tenants", "200000", "at most 100000 tenants"],
+        ),
+        (&["--max-gang", "0"], &["--max-gang", "must be at least 1"]),
+    ];
+    for (flags, expect) in cases {
+        let mut args = vec!["gen", "--pending", "5", "--out", o];
+        if !flags.contains(&"--nodes") {
+            args.extend_from_slice(&["--nodes", "4"]);
+        }
+        args.extend_from_slice(flags);
+        let out = run(&args);
+        assert_refused(&format!("gen {flags:?}"), &out, expect);
+        assert!(!out_path.exists(), "gen {flags:?}: no output");
+    }
+}
+
+#[test]
+fn bad_plan_files_are_refused_by_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "{\"format\": \"gangplan-plan/1\"",
+            &["plan.json", "fix the syntax"],
+        ),
+        (
+            "format: gangplan-plan/1\nstatus: great\n",
+            &["status", "unknown variant `great`", "expected one of"],
+        ),
+        ("[]", &["plan.json", "invalid type: sequence"]),
+        ("", &["plan.json", "is empty"]),
+    ];
+    for (doc, expect) in cases {
+        let plan = dir.path().join("plan.json");
+        std::fs::write(&plan, doc).unwrap();
+        let out = run(&["validate", q, plan.to_str().unwrap()]);
+        assert_refused(&format!("plan {doc:?}"), &out, expect);
+    }
+    let out = run(&[
+        "validate",
+        q,
+        dir.path().join("none.json").to_str().unwrap(),
+    ]);
+    assert_refused("missing plan", &out, &["none.json", "does not exist"]);
+}
