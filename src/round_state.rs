@@ -98,6 +98,14 @@ impl<'a> RoundState<'a> {
         match &self.before.gpus[n][g as usize] {
             GpuUse::Free => Some(1000 - added),
             GpuUse::Shared { jobs, .. } => {
+                // Work placed on a preempted job's GPU must outrank it (SPEC rule 5), even when
+                // it would fit beside the preempted job's share.
+                if jobs
+                    .iter()
+                    .any(|&k| self.preempted[k] && self.inst.running[k].priority >= prio)
+                {
+                    return None;
+                }
                 let kept: u32 = jobs
                     .iter()
                     .filter(|&&k| !(self.preempted[k] && self.inst.running[k].priority < prio))

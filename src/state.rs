@@ -64,6 +64,11 @@ impl ClusterState {
             for (n, idx) in &job.gpus {
                 for &g in idx {
                     let slot = &mut gpus[*n][g as usize];
+                    // A GPU that went down under a running job stays down: preempting the job
+                    // must not make it assignable.
+                    if *slot == GpuUse::Down {
+                        continue;
+                    }
                     *slot = match (std::mem::replace(slot, GpuUse::Free), job.gpu_milli) {
                         (GpuUse::Shared { mut jobs, milli }, Some(m)) => {
                             jobs.push(k);
