@@ -123,6 +123,57 @@ pub fn greedy_pass(
     state.assignment
 }
 
+/// A pass over jobs in a given sequence (no fairness interleaving): the second stage of the
+/// aggregated model, which puts the jobs it chose first.
+///
+/// `preempted_first` are preempted before any job is placed (the aggregated model's victims);
+/// those whose GPUs, CPU and memory nothing ended up needing are released again at the end.
+pub fn greedy_sequence(
+    inst: &Instance,
+    topo: &Topology,
+    sequence: &[usize],
+    preempt_margin: Option<f64>,
+    preempted_first: &[usize],
+) -> Assignment {
+    let before = ClusterState::new(inst);
+    let mut state = RoundState::new(inst, &before);
+    for &k in preempted_first {
+        state.preempt(k);
+    }
+    let victims = victims_by_cost(inst);
+    let mut memo = FailureMemo::default();
+    for &j in sequence {
+        memo.place(&mut state, topo, j, preempt_margin, &victims);
+    }
+    for &k in preempted_first {
+        let r = &inst.running[k];
+        let untouched = r.gpus.iter().all(|(n, idx)| {
+            idx.iter().all(|&g| {
+                state.taken[*n][g as usize].is_none() && state.shared_added[*n][g as usize] == 0
+            })
+        });
+        if untouched {
+            state.unpreempt(k);
+            let fits = r.gpus.iter().all(|(n, _)| {
+                state.cpu_free[*n].is_none_or(|c| c >= 0)
+                    && state.mem_free[*n].is_none_or(|m| m >= 0)
+            });
+            let quota_ok = inst.tenants[r.tenant]
+                .quota
+                .is_none_or(|q| state.held[r.tenant] <= q as f64 + 1e-9)
+                || !state
+                    .assignment
+                    .placed
+                    .keys()
+                    .any(|&j| inst.pending[j].tenant == r.tenant);
+            if !fits || !quota_ok {
+                state.preempt(k);
+            }
+        }
+    }
+    state.assignment
+}
+
 /// Pending job indices in a pass's order (ids break ties).
 pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..inst.pending.len()).collect();
