@@ -35,6 +35,8 @@ pub struct RoundState<'a> {
     pub freed: Vec<Vec<(u32, i64)>>,
     /// Busy usable GPUs per node (held by kept running jobs, shared, or taken this round).
     pub busy: Vec<u32>,
+    /// GPUs shared before the round or opened for sharing in it.
+    pub shared: std::collections::BTreeSet<(NodeIx, u32)>,
     /// The decisions so far.
     pub assignment: Assignment,
 }
@@ -58,7 +60,19 @@ impl<'a> RoundState<'a> {
                     .count() as u32
             })
             .collect();
+        let shared = before
+            .gpus
+            .iter()
+            .enumerate()
+            .flat_map(|(n, gs)| {
+                gs.iter()
+                    .enumerate()
+                    .filter(|(_, u)| matches!(u, GpuUse::Shared { .. }))
+                    .map(move |(g, _)| (n, g as u32))
+            })
+            .collect();
         RoundState {
+            shared,
             free,
             freed: vec![Vec::new(); inst.nodes.len()],
             busy,
@@ -231,7 +245,10 @@ impl<'a> RoundState<'a> {
                     self.busy[n] += 1;
                 }
                 match job.gpu_milli {
-                    Some(m) => self.shared_added[n][gi] += m,
+                    Some(m) => {
+                        self.shared_added[n][gi] += m;
+                        self.shared.insert((n, g));
+                    }
                     None => self.taken[n][gi] = Some(j),
                 }
             }

@@ -30,32 +30,48 @@ impl Planner for Greedy {
         "greedy"
     }
 
-    /// The best, by the objective, of a small portfolio of passes: value per GPU with
-    /// preemption margins 0 and 0.5 and without preemption, then total value and size orders
-    /// without preemption (ties go to the earlier pass, so the result is deterministic).
     fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
-        let mut best: Option<(f64, Assignment)> = None;
-        let passes = [
-            (Order::ValuePerGpu, Some(0.0)),
-            (Order::ValuePerGpu, Some(0.5)),
-            (Order::ValuePerGpu, None),
-            (Order::Value, None),
-            (Order::Size, None),
-        ];
-        {
-            for (order, margin) in passes {
-                if margin.is_some() && !inst.policy.preemption {
-                    continue;
-                }
-                let a = greedy_pass(inst, topo, order, margin);
-                let obj = evaluate(inst, topo, &a).total();
-                if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
-                    best = Some((obj, a));
-                }
+        portfolio(inst, topo, None)
+    }
+}
+
+/// The best, by the objective, of a small portfolio of passes: value per GPU with preemption
+/// margins 0 and 0.5 and without preemption, then total value and size orders without
+/// preemption (ties go to the earlier pass). The first pass always runs; with a `deadline`,
+/// a further pass starts only while the time the previous one took still fits before it (so
+/// under time pressure fewer passes run; without one the result is a function of the input).
+pub fn portfolio(
+    inst: &Instance,
+    topo: &Topology,
+    deadline: Option<std::time::Instant>,
+) -> Assignment {
+    let passes = [
+        (Order::ValuePerGpu, Some(0.0)),
+        (Order::ValuePerGpu, None),
+        (Order::ValuePerGpu, Some(0.5)),
+        (Order::Value, None),
+        (Order::Size, None),
+    ];
+    let mut best: Option<(f64, Assignment)> = None;
+    let mut last = std::time::Duration::ZERO;
+    for (order, margin) in passes {
+        if margin.is_some() && !inst.policy.preemption {
+            continue;
+        }
+        if let (Some(d), Some(_)) = (deadline, &best) {
+            if std::time::Instant::now() + last * 2 > d {
+                break;
             }
         }
-        best.map(|(_, a)| a).unwrap_or_default()
+        let started = std::time::Instant::now();
+        let a = greedy_pass(inst, topo, order, margin);
+        let obj = evaluate(inst, topo, &a).total();
+        last = started.elapsed();
+        if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
+            best = Some((obj, a));
+        }
     }
+    best.map(|(_, a)| a).unwrap_or_default()
 }
 
 /// The order in which a pass considers jobs.
@@ -372,12 +388,7 @@ pub fn place_job(
             None => state.preempt(k),
         }
     }
-    let min = topo.min_units(
-        inst,
-        |n| job.accepts_type(&inst.nodes[n].gpu_type),
-        job.gpus,
-        job.gpus_per_node,
-    );
+    let min = topo.min_units(inst, job);
     let spread = if job.gpus > 1 {
         spread_penalty(
             &topo.span(inst, &set),
@@ -411,7 +422,7 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         return place_cpu_only(state, job);
     }
     if job.is_sharer() {
-        return place_sharer(state, job);
+        return place_sharer(state, topo, job);
     }
     let mask = topo.type_mask(job);
     let ok = |n: NodeIx| mask[topo.node_type[n]];
@@ -535,28 +546,40 @@ fn pack(
     Some((counts, total - used))
 }
 
-fn place_sharer(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
+fn place_sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<GpuSet> {
     let inst = state.inst;
     let m = job.gpu_milli.unwrap_or(1000);
-    // (prefer already shared, then least milli left after, in-use nodes, node, gpu)
-    let mut best: Option<((bool, u32, bool, NodeIx, u32), (NodeIx, u32))> = None;
-    for n in 0..inst.nodes.len() {
-        if !job.accepts_type(&inst.nodes[n].gpu_type) || !state.fits_resources(n, job, 1) {
+    let mask = topo.type_mask(job);
+    // A GPU already shared: the one left fullest (least milli left after), in-use nodes first.
+    let mut best: Option<((u32, bool, NodeIx, u32), (NodeIx, u32))> = None;
+    for &(n, g) in &state.shared {
+        if !mask[topo.node_type[n]] || !state.fits_resources(n, job, 1) {
             continue;
         }
-        let in_use = state.node_in_use(n);
-        for g in 0..inst.nodes[n].gpus {
-            if let Some(left) = state.shareable_milli(n, g, job.priority) {
-                if left >= m {
-                    let key = (!state.is_shared(n, g), left - m, !in_use, n, g);
-                    if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                        best = Some((key, (n, g)));
-                    }
-                }
+        if let Some(left) = state
+            .shareable_milli(n, g, job.priority)
+            .filter(|&l| l >= m)
+        {
+            let key = (left - m, !state.node_in_use(n), n, g);
+            if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                best = Some((key, (n, g)));
             }
         }
     }
-    best.map(|(_, (n, g))| GpuSet::from([(n, vec![g])]))
+    if let Some((_, (n, g))) = best {
+        return Some(GpuSet::from([(n, vec![g])]));
+    }
+    // Else a fresh free GPU on the best-fit node in use (the highest free index, so low
+    // indices stay together for gangs).
+    let n = (0..inst.nodes.len())
+        .filter(|&n| {
+            mask[topo.node_type[n]] && state.free[n] > 0 && state.fits_resources(n, job, 1)
+        })
+        .min_by_key(|&n| (!state.node_in_use(n), state.free[n], n))?;
+    let g = (0..inst.nodes[n].gpus)
+        .rev()
+        .find(|&g| state.whole_gpu(n, g, i64::MIN) == Some(true))?;
+    Some(GpuSet::from([(n, vec![g])]))
 }
 
 fn place_cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {

@@ -9,7 +9,6 @@ pub mod decode;
 pub use backend::{BackendResult, BackendSettings, BackendStatus, Highs, MipBackend};
 
 use crate::assignment::Assignment;
-use crate::heuristics::{Greedy, Planner};
 use crate::instance::Instance;
 use crate::model;
 use crate::objective::evaluate;
@@ -39,6 +38,20 @@ pub struct SolveOptions {
     pub mip_gap: f64,
     /// Write the MIP here before solving.
     pub write_model: Option<PathBuf>,
+    /// Which MIP formulation.
+    pub formulation: Formulation,
+}
+
+/// Which MIP formulation a round is solved with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Formulation {
+    /// Per-node when its size stays under [`PER_NODE_COLUMN_LIMIT`], else aggregated.
+    #[default]
+    Auto,
+    /// The exact per-node model.
+    PerNode,
+    /// The aggregated model with a best-fit second stage.
+    Aggregated,
 }
 
 impl SolveOptions {
@@ -49,6 +62,7 @@ impl SolveOptions {
             deadline: Instant::now() + Duration::from_secs_f64(inst.policy.time_limit),
             mip_gap: inst.policy.mip_gap,
             write_model: None,
+            formulation: Formulation::Auto,
         }
     }
 }
@@ -119,7 +133,9 @@ pub fn solve_with(
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
 ) -> SolveOutcome {
-    let greedy = Greedy.plan(inst, topo);
+    let total = opts.deadline.saturating_duration_since(Instant::now());
+    let greedy =
+        crate::heuristics::greedy::portfolio(inst, topo, Some(opts.deadline - reserve(total)));
     let greedy_objective = evaluate(inst, topo, &greedy).total();
     let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
         assignment: greedy.clone(),
@@ -148,7 +164,12 @@ pub fn solve_with(
             true,
         );
     }
-    if per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT {
+    let aggregated = match opts.formulation {
+        Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
+        Formulation::PerNode => false,
+        Formulation::Aggregated => true,
+    };
+    if aggregated {
         return aggregated::solve(inst, topo, opts, backend, budget, greedy, greedy_objective);
     }
     let (tx, rx) = mpsc::channel();

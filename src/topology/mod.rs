@@ -64,7 +64,7 @@ pub struct Span {
 }
 
 /// The interconnect graph and the locality indices derived from it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Topology {
     /// The graph.
     pub graph: UnGraph<Vertex, Link>,
@@ -82,6 +82,8 @@ pub struct Topology {
     pub type_names: Vec<String>,
     /// GPU type index of each node.
     pub node_type: Vec<usize>,
+    /// Largest unit capacity per (accepted types, GPUs per node), computed on first use.
+    unit_capacity: std::sync::Mutex<BTreeMap<(Vec<bool>, Option<u32>), u32>>,
 }
 
 /// A locality level of [`Topology::domains`].
@@ -193,6 +195,7 @@ impl Topology {
             domains,
             type_names,
             node_type,
+            unit_capacity: Default::default(),
         }
     }
 
@@ -235,22 +238,27 @@ impl Topology {
 
     /// Fewest node units a gang of `gpus` could use on the nodes it accepts, at `per_node` GPUs
     /// per node at most: the baseline from which extra units are charged.
-    pub fn min_units(
-        &self,
-        inst: &Instance,
-        accepts: impl Fn(NodeIx) -> bool,
-        gpus: u32,
-        per_node: Option<u32>,
-    ) -> u32 {
-        if gpus == 0 {
+    pub fn min_units(&self, inst: &Instance, job: &crate::instance::PendingJob) -> u32 {
+        if job.gpus == 0 {
             return 1;
         }
-        let mut cap = vec![0u32; self.units];
-        for (n, node) in inst.nodes.iter().enumerate().filter(|(n, _)| accepts(*n)) {
-            cap[self.unit_of[n]] += per_node.map_or(node.gpus, |p| p.min(node.gpus));
-        }
-        let best = cap.into_iter().max().unwrap_or(0).max(1);
-        gpus.div_ceil(best)
+        let mask = self.type_mask(job);
+        let per_node = job.gpus_per_node;
+        let key = (mask, per_node);
+        let mut cache = self.unit_capacity.lock().unwrap_or_else(|e| e.into_inner());
+        let best = *cache.entry(key.clone()).or_insert_with(|| {
+            let mut cap = vec![0u32; self.units];
+            for (n, node) in inst
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(n, _)| key.0[self.node_type[*n]])
+            {
+                cap[self.unit_of[n]] += per_node.map_or(node.gpus, |p| p.min(node.gpus));
+            }
+            cap.into_iter().max().unwrap_or(0).max(1)
+        });
+        job.gpus.div_ceil(best)
     }
 
     /// Shortest hop count between two GPUs in the graph (a locality distance for reports).
