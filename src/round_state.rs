@@ -37,6 +37,13 @@ pub struct RoundState<'a> {
     pub busy: Vec<u32>,
     /// GPUs shared before the round or opened for sharing in it.
     pub shared: std::collections::BTreeSet<(NodeIx, u32)>,
+    /// GPU type id of each node (index into the sorted distinct type names).
+    pub node_type: Vec<usize>,
+    /// Per type id: nodes keyed by (not in use, free GPUs, node): best-fit lookups in O(log n).
+    pub by_free: Vec<std::collections::BTreeSet<(bool, u32, NodeIx)>>,
+    /// Nodes holding GPUs freed by preemption and not yet taken.
+    pub freed_nodes: std::collections::BTreeSet<NodeIx>,
+    index_key: Vec<(bool, u32)>,
     /// The decisions so far.
     pub assignment: Assignment,
 }
@@ -71,7 +78,28 @@ impl<'a> RoundState<'a> {
                     .map(move |(g, _)| (n, g as u32))
             })
             .collect();
+        let mut types: Vec<&str> = inst.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        let node_type: Vec<usize> = inst
+            .nodes
+            .iter()
+            .map(|n| types.binary_search(&n.gpu_type.as_str()).unwrap_or(0))
+            .collect();
+        let free: Vec<u32> = free;
+        let busy: Vec<u32> = busy;
+        let mut by_free = vec![std::collections::BTreeSet::new(); types.len()];
+        let index_key: Vec<(bool, u32)> = (0..inst.nodes.len())
+            .map(|n| (busy[n] == 0, free[n]))
+            .collect();
+        for n in 0..inst.nodes.len() {
+            by_free[node_type[n]].insert((index_key[n].0, index_key[n].1, n));
+        }
         RoundState {
+            node_type,
+            by_free,
+            freed_nodes: Default::default(),
+            index_key,
             shared,
             free,
             freed: vec![Vec::new(); inst.nodes.len()],
@@ -124,6 +152,23 @@ impl<'a> RoundState<'a> {
         }
         free.extend(freed);
         free
+    }
+
+    /// Re-file node n in the best-fit index after its counts changed.
+    fn reindex(&mut self, n: NodeIx) {
+        let key = (self.busy[n] == 0, self.free[n]);
+        let old = self.index_key[n];
+        if old != key {
+            let t = self.node_type[n];
+            self.by_free[t].remove(&(old.0, old.1, n));
+            self.by_free[t].insert((key.0, key.1, n));
+            self.index_key[n] = key;
+        }
+        if self.freed[n].is_empty() {
+            self.freed_nodes.remove(&n);
+        } else {
+            self.freed_nodes.insert(n);
+        }
     }
 
     /// How many whole GPUs of node n a job of priority `prio` may take (O(1) but for freed GPUs).
@@ -199,7 +244,8 @@ impl<'a> RoundState<'a> {
     }
 
     fn adjust_for_victim(&mut self, k: usize, sign: i64) {
-        let r = &self.inst.running[k];
+        let inst = self.inst;
+        let r = &inst.running[k];
         self.held[r.tenant] -= sign as f64 * r.gpu_equivalent();
         let total = r.gpu_count();
         for (n, idx) in &r.gpus {
@@ -213,6 +259,7 @@ impl<'a> RoundState<'a> {
             if r.gpu_milli.is_some() {
                 continue;
             }
+            let node = *n;
             for &g in idx {
                 if self.before.gpus[*n][g as usize] != GpuUse::Whole(k) {
                     continue;
@@ -225,6 +272,7 @@ impl<'a> RoundState<'a> {
                     self.busy[*n] += 1;
                 }
             }
+            self.reindex(node);
         }
     }
 
@@ -252,6 +300,7 @@ impl<'a> RoundState<'a> {
                     None => self.taken[n][gi] = Some(j),
                 }
             }
+            self.reindex(n);
             let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
             if let Some(c) = self.cpu_free[n].as_mut() {
                 *c -= resource_share(job.cpu_milli, on, job.gpus) as i64;

@@ -310,6 +310,7 @@ pub fn place_job(
     let Some(margin) = preempt_margin else {
         return false;
     };
+    let mask = topo.type_mask(job);
     if !inst.policy.preemption || job.gpus == 0 {
         return false;
     }
@@ -320,9 +321,7 @@ pub fn place_job(
             let r = &inst.running[k];
             !state.preempted[k]
                 && r.priority < job.priority
-                && r.gpus
-                    .iter()
-                    .any(|(n, _)| job.accepts_type(&inst.nodes[*n].gpu_type))
+                && r.gpus.iter().any(|(n, _)| mask[topo.node_type[*n]])
         })
         .take(MAX_VICTIMS_TRIED)
         .collect();
@@ -337,12 +336,12 @@ pub fn place_job(
         }
         r.gpus
             .iter()
-            .filter(|(n, _)| job.accepts_type(&inst.nodes[*n].gpu_type))
+            .filter(|(n, _)| mask[topo.node_type[*n]])
             .map(|(_, g)| g.len() as u32)
             .sum()
     };
     let mut reachable: u32 = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .filter(|&n| mask[topo.node_type[n]])
         .map(|n| state.avail_count(n, job.priority))
         .sum();
     if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
@@ -428,17 +427,7 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
     let ok = |n: NodeIx| mask[topo.node_type[n]];
     // One node.
     if job.gpus_per_node.is_none_or(|g| g == job.gpus) {
-        let mut best: Option<((bool, u32, NodeIx), NodeIx)> = None;
-        for n in (0..inst.nodes.len()).filter(|&n| ok(n)) {
-            let avail = state.avail_count(n, job.priority);
-            if avail >= job.gpus && state.fits_resources(n, job, job.gpus) {
-                let key = (!state.node_in_use(n), avail - job.gpus, n);
-                if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                    best = Some((key, n));
-                }
-            }
-        }
-        if let Some((_, n)) = best {
+        if let Some(n) = best_single_node(state, &mask, job) {
             return state.pick_indices(j, &[(n, job.gpus)]);
         }
     }
@@ -480,6 +469,42 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         }
     }
     None
+}
+
+/// The best node for a whole gang on one node: in use before empty, then the fewest GPUs
+/// left, then the lowest index; O(log n) per GPU type through the round state's index.
+fn best_single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
+    let g = job.gpus;
+    let mut best: Option<(bool, u32, NodeIx)> = None;
+    let mut offer = |key: (bool, u32, NodeIx)| {
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    };
+    for (t, set) in state.by_free.iter().enumerate() {
+        if !state.inst.nodes.is_empty() && !mask.get(t).copied().unwrap_or(false) {
+            continue;
+        }
+        for empty in [false, true] {
+            let found = set
+                .range((empty, g, 0)..=(empty, u32::MAX, usize::MAX))
+                .find(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
+            if let Some(&(e, free, n)) = found {
+                offer((e, free - g, n));
+                break;
+            }
+        }
+    }
+    for &n in &state.freed_nodes {
+        if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
+            continue;
+        }
+        let avail = state.avail_count(n, job.priority);
+        if avail >= g && state.fits_resources(n, job, g) {
+            offer((!state.node_in_use(n), avail - g, n));
+        }
+    }
+    best.map(|(_, _, n)| n)
 }
 
 /// Split a gang over `nodes` with the fewest nodes (largest free first, best fit for the last
