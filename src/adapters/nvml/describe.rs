@@ -98,6 +98,7 @@ pub struct Discovery {
     /// The node entry for an instance file.
     pub node: RawNode,
     /// The hardware model read from the node (`models/hardware/<name>.yaml` format).
+    #[serde(serialize_with = "without_nulls")]
     pub model: HardwareModel,
     /// A shipped model with the same layout, which `node.model` then names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,6 +110,29 @@ pub struct Discovery {
     pub warnings: Vec<String>,
     /// What NVML answered (the recording the rest was derived from).
     pub inventory: Snapshot,
+}
+
+/// Serialise `m` leaving out keys whose value is null (absent optional fields), as the files in
+/// `models/hardware/` are written.
+fn without_nulls<S: serde::Serializer>(m: &HardwareModel, ser: S) -> Result<S::Ok, S::Error> {
+    // serde_yaml's mapping keeps the field order of the struct.
+    let mut v = serde_yaml::to_value(m).map_err(serde::ser::Error::custom)?;
+    if let serde_yaml::Value::Mapping(map) = &mut v {
+        map.retain(|_, x| !x.is_null());
+    }
+    serde::Serialize::serialize(&v, ser)
+}
+
+/// The hardware model as a `models/hardware/<name>.yaml` file (optional fields that are absent
+/// are left out).
+pub fn model_yaml(m: &HardwareModel) -> Result<String, serde_yaml::Error> {
+    struct W<'a>(&'a HardwareModel);
+    impl Serialize for W<'_> {
+        fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            without_nulls(self.0, ser)
+        }
+    }
+    serde_yaml::to_string(&W(m))
 }
 
 /// A model name from the layout: `h100-8x-nvswitch`, `a100-8x-nvlink-bridge`, `t4-2x-pcie`.

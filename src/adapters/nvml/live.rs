@@ -26,7 +26,7 @@ pub const LIBRARY: &str = "libnvidia-ml.so.1";
 pub const FALLBACK_LIBRARY: &str = "libnvidia-ml.so";
 
 /// What to install when NVML is missing.
-pub const INSTALL_HINT: &str = "Install the NVIDIA driver, which ships NVML (Debian: libnvidia-ml1 with nvidia-driver; Ubuntu: nvidia-utils-<version> / libnvidia-compute-<version>; RHEL/Fedora: nvidia-driver-NVML); in a container, start it with the NVIDIA Container Toolkit (`--gpus all`) so the host's library is mounted; or pass --nvml-lib PATH";
+pub const INSTALL_HINT: &str = "Install the NVIDIA driver, which ships NVML as libnvidia-ml.so.1 (Debian: libnvidia-ml1 with nvidia-driver; Ubuntu: nvidia-utils-<version> / libnvidia-compute-<version>; RHEL/Fedora: nvidia-driver-NVML); in a container, start it with the NVIDIA Container Toolkit (`--gpus all`) so the host's library is mounted; or pass --nvml-lib PATH";
 
 /// Most NVLinks a GPU has (NVML's `NVML_NVLINK_MAX_LINKS`).
 const MAX_LINKS: u32 = 18;
@@ -132,7 +132,12 @@ impl NvmlInventory {
                 }
             }
         }
-        Err(first_err.unwrap_or_else(|| unavailable(LIBRARY, &NvmlError::LibraryNotFound)))
+        let mut err =
+            first_err.unwrap_or_else(|| unavailable(LIBRARY, &NvmlError::LibraryNotFound));
+        if let (None, InventoryError::Unavailable { library, .. }) = (library, &mut err) {
+            *library = format!("{LIBRARY} and {FALLBACK_LIBRARY}");
+        }
+        Err(err)
     }
 
     fn handle(&self, index: u32) -> Result<Device<'_>, NvmlError> {
