@@ -537,6 +537,10 @@ fn cli_json_output_carries_the_inventory_it_was_derived_from() {
     );
     let inv: Snapshot = serde_json::from_value(v["inventory"].clone()).expect("inventory");
     assert_eq!(inv, fixture("a100-pcie-8x-bridged.json"));
+    // A whole output is a recording too.
+    let again = Snapshot::from_text(&String::from_utf8_lossy(&out.stdout), "out.json")
+        .expect("output reads back");
+    assert_eq!(again, inv);
 }
 
 #[test]

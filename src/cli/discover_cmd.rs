@@ -64,9 +64,8 @@ pub struct DiscoverArgs {
     /// Listen this long for critical XID events before describing the node (0: do not listen).
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub xid_wait_ms: u64,
-    /// Describe a recorded inventory (a `tests/fixtures/nvml/*.json` file, or the `inventory`
-    /// of an earlier `discover --format json`) instead of asking NVML; the host's CPUs and
-    /// memory are then not read.
+    /// Describe a recorded inventory (a `tests/fixtures/nvml/*.json` file, or an earlier
+    /// `discover` output) instead of asking NVML; the host's CPUs and memory are then not read.
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
 }

@@ -213,9 +213,20 @@ impl Snapshot {
         })
     }
 
-    /// Parse a recorded snapshot (JSON or YAML).
+    /// Parse a recorded snapshot (JSON or YAML): a snapshot document, or a whole `discover`
+    /// output (`format: gangplan-discover/1`), whose `inventory` is taken.
     pub fn from_text(text: &str, source_name: &str) -> crate::Result<Self> {
-        crate::instance::load::parse_document(text, source_name)
+        let parse = crate::instance::load::parse_document::<Self>;
+        if let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+            let is_output =
+                v.get("format").and_then(|f| f.as_str()) == Some(super::describe::FORMAT);
+            if let (true, Some(inv)) = (is_output, v.get("inventory")) {
+                let inner = serde_json::to_string(inv)
+                    .map_err(|e| crate::Error::input(source_name, "inventory", e.to_string()))?;
+                return parse(&inner, &format!("{source_name} (inventory)"));
+            }
+        }
+        parse(text, source_name)
     }
 }
 

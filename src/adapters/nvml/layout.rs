@@ -146,9 +146,9 @@ pub fn layout(s: &Snapshot) -> Layout {
 
     let mut sets = Sets::new(n);
     let mut peers = vec![Vec::new(); n];
-    for a in 0..n {
-        for b in 0..n {
-            if edge[a][b] {
+    for (a, row) in edge.iter().enumerate() {
+        for (b, &linked) in row.iter().enumerate() {
+            if linked {
                 sets.union(a, b);
                 peers[a].push(s.devices[b].index);
             }
