@@ -172,6 +172,22 @@ fn a_gpu_with_failed_links_leaves_the_nvswitch_island() {
     assert_eq!(d.model.interconnect, Interconnect::Nvswitch);
     assert_eq!(d.model.nvlink_islands, vec![(0..7).collect::<Vec<u32>>()]);
     assert_eq!(d.matches_builtin, None, "no longer the shipped layout");
+    // Pinning the model keeps the node entry stable, with a warning about the difference.
+    let pinned = describe(
+        &s,
+        &DescribeOptions {
+            model_name: Some("dgx-h100".into()),
+            ..opts("n1")
+        },
+        Some(&ModelLibrary::builtin()),
+    )
+    .expect("describes");
+    assert_eq!(pinned.node.model.as_deref(), Some("dgx-h100"));
+    assert!(pinned.warnings.iter().any(|w| w.contains("another layout")));
+    assert!(!run(&fixture("dgx-h100.json"))
+        .warnings
+        .iter()
+        .any(|w| w.contains("another layout")));
 }
 
 #[test]

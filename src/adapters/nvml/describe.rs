@@ -168,14 +168,17 @@ fn normalized(sets: &[Vec<u32>]) -> Vec<Vec<u32>> {
 pub fn matching_model(m: &HardwareModel, lib: &ModelLibrary) -> Option<String> {
     lib.hardware
         .values()
-        .find(|h| {
-            h.gpu_type == m.gpu_type
-                && h.gpus == m.gpus
-                && h.interconnect == m.interconnect
-                && normalized(&h.nvlink_islands) == normalized(&m.nvlink_islands)
-                && normalized(&h.numa_nodes) == normalized(&m.numa_nodes)
-        })
+        .find(|h| same_layout(h, m))
         .map(|h| h.name.clone())
+}
+
+/// Same GPU type, count, fabric, NVLink islands and NUMA groups.
+fn same_layout(h: &HardwareModel, m: &HardwareModel) -> bool {
+    h.gpu_type == m.gpu_type
+        && h.gpus == m.gpus
+        && h.interconnect == m.interconnect
+        && normalized(&h.nvlink_islands) == normalized(&m.nvlink_islands)
+        && normalized(&h.numa_nodes) == normalized(&m.numa_nodes)
 }
 
 /// Describe the node recorded in `s`. With `lib`, a loaded model of the same layout is named
@@ -313,6 +316,16 @@ pub fn describe(
         sources,
     };
     let matches_builtin = lib.and_then(|l| matching_model(&model, l));
+    if let (Some(name), Some(l)) = (&opts.model_name, lib) {
+        if let Some(h) = l.hardware.get(name) {
+            if matches_builtin.as_deref() != Some(name.as_str()) && !same_layout(h, &model) {
+                warnings.push(format!(
+                    "model {name} is loaded with another layout than NVML shows ({} {}x {:?}, islands {:?}, NUMA {:?}); the node entry names {name} as asked",
+                    model.gpu_type, model.gpus, model.interconnect, model.nvlink_islands, model.numa_nodes
+                ));
+            }
+        }
+    }
     let node_model = match (&opts.model_name, &matches_builtin) {
         (None, Some(b)) => b.clone(),
         _ => model_name,
