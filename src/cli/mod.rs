@@ -2,6 +2,7 @@
 //! this edge only. Every error maps to a documented exit code; panics are caught and reported
 //! as internal failures.
 
+mod bench_cmd;
 mod discover_cmd;
 mod gen_cmd;
 mod solve_cmd;
@@ -61,6 +62,8 @@ enum Command {
     Validate(validate_cmd::ValidateArgs),
     /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
     Gen(gen_cmd::GenArgs),
+    /// Time whole rounds at 1k / 10k / 100k GPUs and print objective, bound, gap and ratios.
+    Bench(bench_cmd::BenchArgs),
     /// Describe this node's GPUs (NVML): an instance node entry and a hardware model.
     Discover(discover_cmd::DiscoverArgs),
 }
@@ -116,6 +119,7 @@ pub fn run() -> i32 {
         Command::Solve(a) => solve_cmd::run(a),
         Command::Validate(a) => validate_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a),
+        Command::Bench(a) => bench_cmd::run(a),
         Command::Discover(a) => discover_cmd::run(a),
     });
     match result {
