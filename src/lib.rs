@@ -35,6 +35,7 @@
 //! [`heuristics`] (greedy) -> [`model`] (the MIP, one file per constraint family) ->
 //! [`solve`] (deadline, start, fallback) -> [`plan`] (validator, reasons, output).
 
+pub mod adapters;
 pub mod assignment;
 pub mod error;
 pub mod fsutil;

@@ -3,6 +3,7 @@
 //! as internal failures.
 
 mod bench_cmd;
+mod discover_cmd;
 mod gen_cmd;
 mod solve_cmd;
 mod validate_cmd;
@@ -23,6 +24,8 @@ pub mod exit {
     pub const LOCKED: i32 = 5;
     /// An I/O failure writing output.
     pub const IO: i32 = 6;
+    /// `discover`: NVML is missing (no NVIDIA driver), cannot start, or sees no GPU.
+    pub const NO_NVML: i32 = 7;
 }
 
 const AFTER_HELP: &str = "\
@@ -33,6 +36,7 @@ Exit codes:
   4  internal failure: a planner produced an invalid plan (nothing is written) or a bug was caught
   5  another planning round holds the lock
   6  output could not be written
+  7  `discover`: NVML (libnvidia-ml.so.1, from the NVIDIA driver) is missing or sees no GPU
 
 Examples:
   gangplan solve instances/quickstart.yaml
@@ -60,6 +64,8 @@ enum Command {
     Gen(gen_cmd::GenArgs),
     /// Time whole rounds at 1k / 10k / 100k GPUs and print objective, bound, gap and ratios.
     Bench(bench_cmd::BenchArgs),
+    /// Describe this node's GPUs (NVML): an instance node entry and a hardware model.
+    Discover(discover_cmd::DiscoverArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -114,6 +120,7 @@ pub fn run() -> i32 {
         Command::Validate(a) => validate_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
+        Command::Discover(a) => discover_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,

@@ -1,0 +1,3 @@
+//! Adapters between gangplan and the systems around it.
+
+pub mod nvml;
