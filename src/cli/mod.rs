@@ -3,6 +3,8 @@
 //! as internal failures.
 
 mod gen_cmd;
+mod plan_cmd;
+mod slurm_cmd;
 mod solve_cmd;
 mod validate_cmd;
 
@@ -57,6 +59,10 @@ enum Command {
     Validate(validate_cmd::ValidateArgs),
     /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
     Gen(gen_cmd::GenArgs),
+    /// One cron round on an instance file: lock, stable placements, metrics (no Slurm).
+    Plan(plan_cmd::PlanArgs),
+    /// Drive a Slurm cluster: `gangplan slurm plan [--apply]` (see docs/slurm.md).
+    Slurm(slurm_cmd::SlurmArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -110,6 +116,8 @@ pub fn run() -> i32 {
         Command::Solve(a) => solve_cmd::run(a),
         Command::Validate(a) => validate_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a),
+        Command::Plan(a) => plan_cmd::run(a),
+        Command::Slurm(a) => slurm_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,
