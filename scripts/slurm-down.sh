@@ -6,4 +6,5 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 state=${GANGPLAN_SLURM_STATE:-${TMPDIR:-/tmp}/gangplan-slurm-lab}
 "$here/slurm-lab/stop-slurm.sh" "$state" --purge >/dev/null
+rm -f "${state%/}.log"
 echo "slurm-down: test cluster stopped ($state)" >&2

@@ -144,7 +144,16 @@ fn is_held(id: &str) -> bool {
 
 /// Run one round; returns (exit code, stdout, stderr).
 fn round(state_dir: &Path, apply: bool) -> (i32, String, String) {
+    round_with_path(state_dir, apply, None)
+}
+
+/// Run one round with `bin` first on PATH (to wrap a Slurm command).
+fn round_with_path(state_dir: &Path, apply: bool, bin: Option<&Path>) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gangplan"));
+    if let Some(bin) = bin {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", bin.display()));
+    }
     cmd.args(["slurm", "plan", "--time-limit", "10", "--state-dir"])
         .arg(state_dir);
     if apply {
@@ -200,6 +209,8 @@ fn slurm_cron_rounds() {
     gangs_start_where_planned_and_a_second_round_changes_nothing();
     assert_idle_cluster();
     higher_priority_gang_preempts_by_requeue_hold();
+    assert_idle_cluster();
+    an_apply_that_fails_half_way_is_finished_by_the_next_round();
     assert_idle_cluster();
 }
 
@@ -317,4 +328,68 @@ fn higher_priority_gang_preempts_by_requeue_hold() {
     assert!(out.contains("0 to start, 0 to preempt"), "{out}");
     assert_eq!(journal_lines(state), lines);
     assert!(is_held(&victim));
+
+    // Once the urgent job ends, the requeued victim is started again at once: its requeue
+    // begin time (~2 minutes out) is cleared on release.
+    let _ = Command::new("scancel").arg(&urgent).status();
+    wait_for("the urgent job to end", || !is_active(&state_of(&urgent).0));
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("start job {victim} on")), "{out}");
+    let started = Instant::now();
+    wait_running(&victim);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "begin time was not cleared"
+    );
+}
+
+fn an_apply_that_fails_half_way_is_finished_by_the_next_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let mut jobs = Jobs::new("partial");
+    let first = jobs.submit("a", &["--hold", "-N1", "--gres=gpu:8"]);
+    let second = jobs.submit("b", &["--hold", "-N1", "--gres=gpu:8"]);
+    // A wrapper that makes `scontrol release <second>` fail once, and runs the real
+    // scontrol otherwise.
+    let real = sh("sh", &["-c", "command -v scontrol"]);
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mark = dir.path().join("failed-once");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1 $2\" = \"release {second}\" ] && [ ! -e {mark} ]; then\n  : > {mark}\n  echo 'simulated failure' >&2\n  exit 1\nfi\nexec {real} \"$@\"\n",
+        mark = mark.display()
+    );
+    let wrapper = bin.join("scontrol");
+    std::fs::write(&wrapper, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let (code, out, err) = round_with_path(&state, true, Some(&bin));
+    assert_eq!(code, 6, "a failed Slurm command exits 6:\n{out}\n{err}");
+    assert!(err.contains("re-run"), "{err}");
+    wait_running(&first);
+    assert!(
+        is_held(&second),
+        "the failed release left job {second} held"
+    );
+    let journal = std::fs::read_to_string(state.join("journal.jsonl")).unwrap();
+    assert!(journal.contains(&format!("\"job\":\"{first}\"")) && journal.contains("\"ok\""));
+    assert!(
+        journal.contains("\"failed\"") && journal.contains("simulated failure"),
+        "{journal}"
+    );
+    let planned: Vec<String> = last_plan(&state)
+        .placements
+        .iter()
+        .find(|p| p.job == second)
+        .map(|p| p.gpus.keys().cloned().collect())
+        .unwrap();
+
+    // The next round finishes: the second job starts, the first is left alone.
+    let first_nodes = state_of(&first).2;
+    let (code, out, err) = round_with_path(&state, true, Some(&bin));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("1 to start, 0 to preempt"), "{out}");
+    assert_eq!(wait_running(&second), planned, "kept the planned nodes");
+    assert_eq!(state_of(&first).2, first_nodes);
 }
