@@ -2,6 +2,7 @@
 //! deadline enforced outside HiGHS, then the better of the two, with objective, bound and gap
 //! recomputed from the returned assignment.
 
+pub mod aggregated;
 pub mod backend;
 pub mod decode;
 
@@ -73,6 +74,34 @@ pub struct SolveOutcome {
     pub note: Option<String>,
 }
 
+/// Rounds whose per-node model would have more (job, node) columns than this are solved with
+/// the aggregated model instead (the per-node model does not reach sub-minute rounds past a
+/// few hundred nodes on 2 cores).
+pub const PER_NODE_COLUMN_LIMIT: usize = 20_000;
+
+/// Estimated (job, node) columns of the per-node model.
+pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
+    let mut nodes_of_type = vec![0usize; topo.type_names.len()];
+    for &t in &topo.node_type {
+        nodes_of_type[t] += 1;
+    }
+    inst.pending
+        .iter()
+        .map(|j| {
+            let mask = topo.type_mask(j);
+            let nodes: usize = (0..mask.len())
+                .filter(|&t| mask[t])
+                .map(|t| nodes_of_type[t])
+                .sum();
+            if j.node_limit() > 1 {
+                2 * nodes
+            } else {
+                nodes
+            }
+        })
+        .sum()
+}
+
 /// Time kept back from the deadline for rendering, validating and writing the plan.
 pub fn reserve(total: Duration) -> Duration {
     (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
@@ -118,6 +147,9 @@ pub fn solve_with(
             None,
             true,
         );
+    }
+    if per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT {
+        return aggregated::solve(inst, topo, opts, backend, budget, greedy, greedy_objective);
     }
     let (tx, rx) = mpsc::channel();
     let settings = BackendSettings {

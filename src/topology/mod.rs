@@ -76,6 +76,25 @@ pub struct Topology {
     pub units: usize,
     /// Largest NVLink island per node.
     pub largest_island: Vec<u32>,
+    /// Nodes of each unit, rack and pod, and all nodes: the locality domains, tightest first.
+    pub domains: [Vec<Vec<NodeIx>>; 4],
+    /// Distinct GPU types, and each node's index into them.
+    pub type_names: Vec<String>,
+    /// GPU type index of each node.
+    pub node_type: Vec<usize>,
+}
+
+/// A locality level of [`Topology::domains`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// One node or one rack-scale NVLink unit of nodes.
+    Unit = 0,
+    /// One rack.
+    Rack = 1,
+    /// One pod.
+    Pod = 2,
+    /// The whole cluster.
+    Cluster = 3,
 }
 
 impl Topology {
@@ -149,13 +168,40 @@ impl Topology {
                     .max(1),
             );
         }
+        let mut domains: [Vec<Vec<NodeIx>>; 4] = [
+            vec![Vec::new(); units],
+            vec![Vec::new(); inst.racks.len()],
+            vec![Vec::new(); inst.pods.len()],
+            vec![(0..inst.nodes.len()).collect()],
+        ];
+        let mut type_names: Vec<String> = inst.nodes.iter().map(|n| n.gpu_type.clone()).collect();
+        type_names.sort();
+        type_names.dedup();
+        let mut node_type = Vec::with_capacity(inst.nodes.len());
+        for (n, node) in inst.nodes.iter().enumerate() {
+            domains[0][unit_of[n]].push(n);
+            domains[1][node.rack].push(n);
+            domains[2][node.pod].push(n);
+            node_type.push(type_names.binary_search(&node.gpu_type).unwrap_or(0));
+        }
         Topology {
             graph,
             node_vertex,
             unit_of,
             units,
             largest_island,
+            domains,
+            type_names,
+            node_type,
         }
+    }
+
+    /// Which GPU types (by index into `type_names`) a job accepts.
+    pub fn type_mask(&self, job: &crate::instance::PendingJob) -> Vec<bool> {
+        self.type_names
+            .iter()
+            .map(|t| job.accepts_type(t))
+            .collect()
     }
 
     /// The span of a set of GPUs given per node.
