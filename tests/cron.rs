@@ -285,11 +285,13 @@ fn stability_keeps_last_rounds_placement_when_still_good() {
     assert!(kept.is_empty());
     assert_eq!(same, plan);
     // Through the round function with a memory: the same.
-    let mut mem = Memory::default();
-    mem.placements = BTreeMap::from([(
-        "j1".to_string(),
-        BTreeMap::from([(other.to_string(), 4u32)]),
-    )]);
+    let mem = Memory {
+        placements: BTreeMap::from([(
+            "j1".to_string(),
+            BTreeMap::from([(other.to_string(), 4u32)]),
+        )]),
+        ..Default::default()
+    };
     let p = plan_with_memory(inst, PlannerKind::Ilp, &mem).unwrap();
     assert!(p.plan.placements[0].gpus.contains_key(other));
 }

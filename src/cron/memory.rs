@@ -110,8 +110,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("memory.json");
         assert_eq!(Memory::load(&p).unwrap(), Memory::default());
-        let mut m = Memory::default();
-        m.round = 3;
+        let mut m = Memory {
+            round: 3,
+            ..Default::default()
+        };
         m.placements
             .insert("7".into(), BTreeMap::from([("node1".into(), 4)]));
         m.released.insert(
