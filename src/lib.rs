@@ -37,6 +37,7 @@
 
 pub mod adapters;
 pub mod assignment;
+pub mod cron;
 pub mod error;
 pub mod fsutil;
 pub mod gen;

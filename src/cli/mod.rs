@@ -5,6 +5,8 @@
 mod bench_cmd;
 mod discover_cmd;
 mod gen_cmd;
+mod plan_cmd;
+mod slurm_cmd;
 mod solve_cmd;
 mod validate_cmd;
 
@@ -66,6 +68,10 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Describe this node's GPUs (NVML): an instance node entry and a hardware model.
     Discover(discover_cmd::DiscoverArgs),
+    /// One cron round on an instance file: lock, stable placements, metrics (no Slurm).
+    Plan(plan_cmd::PlanArgs),
+    /// Drive a Slurm cluster: `gangplan slurm plan [--apply]` (see docs/slurm.md).
+    Slurm(slurm_cmd::SlurmArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -121,6 +127,8 @@ pub fn run() -> i32 {
         Command::Gen(a) => gen_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Discover(a) => discover_cmd::run(a),
+        Command::Plan(a) => plan_cmd::run(a),
+        Command::Slurm(a) => slurm_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,
