@@ -82,6 +82,15 @@ pub fn fair_shares(inst: &Instance) -> Vec<f64> {
     share
 }
 
+/// GPUs each tenant holds before the round (sharers count their share).
+pub fn held_before(inst: &Instance) -> Vec<f64> {
+    let mut held = vec![0.0; inst.tenants.len()];
+    for r in &inst.running {
+        held[r.tenant] += r.gpu_equivalent();
+    }
+    held
+}
+
 /// GPUs each tenant holds after the round (sharers count their share).
 pub fn held_after(inst: &Instance, a: &Assignment) -> Vec<f64> {
     let mut held = vec![0.0; inst.tenants.len()];
@@ -128,12 +137,7 @@ pub fn evaluate(inst: &Instance, topo: &Topology, a: &Assignment) -> ObjectiveTe
         t.value += job_value(inst, job);
         if job.gpus > 1 {
             let span = topo.span(inst, gpus);
-            let min = topo.min_units(
-                inst,
-                |n| job.accepts_type(&inst.nodes[n].gpu_type),
-                job.gpus,
-                job.gpus_per_node,
-            );
+            let min = topo.min_units(inst, job);
             t.spread += spread_penalty(&span, min, job.gpus, &job.slowdown, w.spread);
         }
     }

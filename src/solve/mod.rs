@@ -2,13 +2,13 @@
 //! deadline enforced outside HiGHS, then the better of the two, with objective, bound and gap
 //! recomputed from the returned assignment.
 
+pub mod aggregated;
 pub mod backend;
 pub mod decode;
 
 pub use backend::{BackendResult, BackendSettings, BackendStatus, Highs, MipBackend};
 
 use crate::assignment::Assignment;
-use crate::heuristics::{Greedy, Planner};
 use crate::instance::Instance;
 use crate::model;
 use crate::objective::evaluate;
@@ -38,6 +38,20 @@ pub struct SolveOptions {
     pub mip_gap: f64,
     /// Write the MIP here before solving.
     pub write_model: Option<PathBuf>,
+    /// Which MIP formulation.
+    pub formulation: Formulation,
+}
+
+/// Which MIP formulation a round is solved with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Formulation {
+    /// Per-node when its size stays under [`PER_NODE_COLUMN_LIMIT`], else aggregated.
+    #[default]
+    Auto,
+    /// The exact per-node model.
+    PerNode,
+    /// The aggregated model with a best-fit second stage.
+    Aggregated,
 }
 
 impl SolveOptions {
@@ -48,6 +62,7 @@ impl SolveOptions {
             deadline: Instant::now() + Duration::from_secs_f64(inst.policy.time_limit),
             mip_gap: inst.policy.mip_gap,
             write_model: None,
+            formulation: Formulation::Auto,
         }
     }
 }
@@ -73,6 +88,67 @@ pub struct SolveOutcome {
     pub note: Option<String>,
 }
 
+/// Rounds whose per-node model would have more (job, node) columns than this are solved with
+/// the aggregated model instead (the per-node model does not reach sub-minute rounds past a
+/// few hundred nodes on 2 cores).
+pub const PER_NODE_COLUMN_LIMIT: usize = 20_000;
+
+/// Estimated (job, node) columns of the per-node model.
+pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
+    let mut nodes_of_type = vec![0usize; topo.type_names.len()];
+    for &t in &topo.node_type {
+        nodes_of_type[t] += 1;
+    }
+    inst.pending
+        .iter()
+        .map(|j| {
+            let mask = topo.type_mask(j);
+            let nodes: usize = (0..mask.len())
+                .filter(|&t| mask[t])
+                .map(|t| nodes_of_type[t])
+                .sum();
+            if j.node_limit() > 1 {
+                2 * nodes
+            } else {
+                nodes
+            }
+        })
+        .sum()
+}
+
+impl SolveOutcome {
+    /// The outcome of a solver plan at least as good as greedy: `optimal` when the solver
+    /// finished (`solved`) and the recomputed gap is within `mip_gap`, else `feasible`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_solver(
+        assignment: Assignment,
+        objective: f64,
+        bound: Option<f64>,
+        solved: bool,
+        time_limit_hit: bool,
+        greedy_objective: f64,
+        mip_gap: f64,
+        note: Option<String>,
+    ) -> Self {
+        let gap = bound.map(|b| (b - objective) / objective.abs().max(1.0));
+        let proven = solved && gap.is_none_or(|g| g <= mip_gap + 1e-9);
+        SolveOutcome {
+            assignment,
+            status: if proven {
+                Status::Optimal
+            } else {
+                Status::Feasible
+            },
+            path: "ilp",
+            objective,
+            bound,
+            time_limit_hit,
+            greedy_objective,
+            note,
+        }
+    }
+}
+
 /// Time kept back from the deadline for rendering, validating and writing the plan.
 pub fn reserve(total: Duration) -> Duration {
     (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
@@ -90,7 +166,9 @@ pub fn solve_with(
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
 ) -> SolveOutcome {
-    let greedy = Greedy.plan(inst, topo);
+    let total = opts.deadline.saturating_duration_since(Instant::now());
+    let greedy =
+        crate::heuristics::greedy::portfolio(inst, topo, Some(opts.deadline - reserve(total)));
     let greedy_objective = evaluate(inst, topo, &greedy).total();
     let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
         assignment: greedy.clone(),
@@ -118,6 +196,14 @@ pub fn solve_with(
             None,
             true,
         );
+    }
+    let aggregated = match opts.formulation {
+        Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
+        Formulation::PerNode => false,
+        Formulation::Aggregated => true,
+    };
+    if aggregated {
+        return aggregated::solve(inst, topo, opts, backend, budget, greedy, greedy_objective);
     }
     let (tx, rx) = mpsc::channel();
     let settings = BackendSettings {
@@ -207,24 +293,16 @@ pub fn solve_with(
     if objective + 1e-9 < greedy_objective {
         return fallback(Some(format!("solver incumbent {objective:.4} is below the greedy plan's {greedy_objective:.4}; greedy plan used")), bound, hit);
     }
-    let gap = bound.map(|b| (b - objective) / objective.abs().max(1.0));
-    let status = if result.status == BackendStatus::Optimal
-        && gap.is_none_or(|g| g <= opts.mip_gap + 1e-9)
-    {
-        Status::Optimal
-    } else {
-        Status::Feasible
-    };
-    SolveOutcome {
+    SolveOutcome::from_solver(
         assignment,
-        status,
-        path: "ilp",
         objective,
         bound,
-        time_limit_hit: hit,
+        result.status == BackendStatus::Optimal,
+        hit,
         greedy_objective,
-        note: None,
-    }
+        opts.mip_gap,
+        None,
+    )
 }
 
 /// A backend's answer must give one finite value per column of the model; anything else is a
