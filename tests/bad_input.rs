@@ -282,14 +282,6 @@ const CASES: &[(&str, &[&str])] = &[
         "empty_nodes.yaml",
         &["nodes", "is empty", "list at least one node"],
     ),
-    (
-        "nvlink_domain_across_racks.yaml",
-        &[
-            "nodes[1].nvlink_domain",
-            "\"nvl1\" is also on node \"a\" in rack \"r1\"",
-            "give the nodes of one NVLink domain the same rack",
-        ],
-    ),
     // Enums and sharing.
     (
         "bad_within.yaml",

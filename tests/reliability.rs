@@ -17,8 +17,8 @@ use gangplan::instance::{parse_instance, Instance};
 use gangplan::model::MipModel;
 use gangplan::plan::{render_plan, validate_plan, Plan, SolverInfo, Status};
 use gangplan::solve::{
-    solve_with, BackendResult, BackendSettings, BackendStatus, MipBackend, PlannerKind,
-    SolveOptions, SolveOutcome,
+    solve_with, BackendResult, BackendSettings, BackendStatus, Formulation, MipBackend,
+    PlannerKind, SolveOptions, SolveOutcome,
 };
 use gangplan::topology::Topology;
 use gangplan::Error;
@@ -88,8 +88,7 @@ fn timed_solve(instance: &Path, planner: &str, limit: &str) -> (Duration, serde_
 // Deadlines through the binary.
 
 /// A 0.5 s limit on a 512-GPU round (64 nodes, 200 pending): a valid plan within 2.5 s of wall
-/// time, process start to exit. At 10k GPUs the greedy alone takes longer than the limit (see
-/// docs/reliability.md and the ignored test below).
+/// time, process start to exit, for both planners.
 #[test]
 fn half_a_second_limit_holds_on_a_512_gpu_round() {
     let dir = tempfile::tempdir().unwrap();
@@ -119,20 +118,31 @@ fn half_a_second_limit_holds_on_a_512_gpu_round() {
     }
 }
 
-/// The 10k-GPU target: `gen --nodes 1250 --pending 4000`, a 0.5 s limit, a valid plan within
-/// 2.5 s. Run with `cargo test --release --test reliability -- --ignored`.
+/// The 10k-GPU target: `gen --nodes 1250 --pending 4000` (10,000 GPUs), a 0.5 s limit, a
+/// valid plan within 2.5 s of wall time (about 0.55 s measured), YAML and JSON.
 #[test]
-#[ignore = "the 10k-GPU target; the greedy takes tens of seconds at this size (docs/reliability.md)"]
 fn half_a_second_limit_holds_on_a_10k_gpu_round() {
     let dir = tempfile::tempdir().unwrap();
-    let inst = gen_file(
-        dir.path(),
-        "round.json",
-        &["--nodes", "1250", "--pending", "4000", "--json"],
-    );
-    let (wall, _) = timed_solve(&inst, "ilp", "0.5");
-    eprintln!("10k GPUs, ilp, --time-limit 0.5: {wall:?} wall");
-    assert!(wall < Duration::from_millis(2500), "{wall:?}");
+    for (name, json) in [("round.json", true), ("round.yaml", false)] {
+        let mut args = vec!["--nodes", "1250", "--pending", "4000"];
+        if json {
+            args.push("--json");
+        }
+        let inst = gen_file(dir.path(), name, &args);
+        for planner in ["ilp", "greedy"] {
+            let (wall, plan) = timed_solve(&inst, planner, "0.5");
+            eprintln!("10k GPUs, {name}, {planner}, --time-limit 0.5: {wall:?} wall");
+            assert!(
+                wall < Duration::from_millis(2500),
+                "{name} {planner}: {wall:?}"
+            );
+            let seconds = plan["solver"]["seconds"].as_f64().unwrap();
+            assert!(
+                seconds <= 1.0,
+                "{name} {planner}: the plan reports {seconds} s"
+            );
+        }
+    }
 }
 
 /// The MIP is cut by the deadline and the greedy plan is returned when the limit is too short
@@ -177,13 +187,25 @@ fn options(limit: Duration) -> SolveOptions {
         deadline: Instant::now() + limit,
         mip_gap: 0.01,
         write_model: None,
+        formulation: Formulation::PerNode,
     }
 }
 
 /// Solve with a backend; check the plan, the deadline and the fallback.
 fn faulty(backend: Arc<dyn MipBackend>, limit: Duration) -> (SolveOutcome, Duration) {
+    faulty_with(backend, limit, Formulation::PerNode)
+}
+
+fn faulty_with(
+    backend: Arc<dyn MipBackend>,
+    limit: Duration,
+    formulation: Formulation,
+) -> (SolveOutcome, Duration) {
     let (inst, topo) = small_round();
-    let opts = options(limit);
+    let opts = SolveOptions {
+        formulation,
+        ..options(limit)
+    };
     let started = Instant::now();
     let out = solve_with(&inst, &topo, &opts, backend);
     let took = started.elapsed();
@@ -212,8 +234,14 @@ fn render(inst: &Instance, out: &SolveOutcome) -> Plan {
 
 fn assert_greedy_fallback(out: &SolveOutcome, note_has: &str) {
     let (inst, topo) = small_round();
-    assert_eq!(out.status, Status::Fallback);
     assert_eq!(out.assignment, Greedy.plan(&inst, &topo), "the greedy plan");
+    assert_some_greedy_fallback(out, note_has);
+}
+
+/// A fallback to a greedy plan (under a tight deadline the greedy runs fewer passes, so its
+/// plan may differ from the full portfolio's).
+fn assert_some_greedy_fallback(out: &SolveOutcome, note_has: &str) {
+    assert_eq!(out.status, Status::Fallback);
     assert_eq!(out.objective, out.greedy_objective);
     let note = out.note.as_deref().expect("the fault is reported");
     assert!(note.contains(note_has), "note {note:?} lacks {note_has:?}");
@@ -420,10 +448,35 @@ fn a_deadline_already_past_gives_the_greedy_plan_at_once() {
     );
     let took = started.elapsed();
     validate_plan(&inst, &render(&inst, &out)).expect("the plan is valid");
-    assert_greedy_fallback(&out, "time limit reached before the MIP could start");
+    assert_some_greedy_fallback(&out, "time limit reached before the MIP could start");
     assert!(out.time_limit_hit);
     // Only the greedy ran: no wait for the solver.
     assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+/// The aggregated formulation (large rounds) meets the same faults the same way.
+#[test]
+fn the_aggregated_model_survives_the_same_faults() {
+    let five = Duration::from_secs(5);
+    let agg = Formulation::Aggregated;
+    let (out, _) = faulty_with(Arc::new(Fails), five, agg);
+    assert_greedy_fallback(&out, "injected failure");
+    let (out, _) = faulty_with(Arc::new(Panics), five, agg);
+    assert_greedy_fallback(&out, "panicked");
+    let (out, _) = faulty_with(Arc::new(Nonsense(|_| f64::NAN)), five, agg);
+    assert_greedy_fallback(&out, "is NaN");
+    let (out, _) = faulty_with(Arc::new(WrongLength(3)), five, agg);
+    assert_greedy_fallback(&out, "column values for a model of");
+    let limit = Duration::from_millis(800);
+    let (out, took) = faulty_with(Arc::new(Overruns(Duration::from_secs(5))), limit, agg);
+    assert_greedy_fallback(&out, "did not return within the time limit");
+    assert!(took < limit, "{took:?}");
+    // Nonsense of the right shape only steers the best-fit second stage: the plan stays
+    // valid (checked in faulty_with) and never below greedy.
+    for f in [|_| 1.0, |i| (i % 2) as f64, |_| -3.0] as [fn(usize) -> f64; 3] {
+        let (out, _) = faulty_with(Arc::new(Nonsense(f)), five, agg);
+        assert!(out.objective >= out.greedy_objective);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -692,14 +745,17 @@ fn gen_emits_only_valid_instances() {
 // ---------------------------------------------------------------------------------------------
 // Nothing from an input is executed.
 
-/// The library and the binary never start a process or a shell: no input (instance, plan,
-/// model file, flag) can reach one. A future adapter that must run a fixed program (for
-/// example Slurm's `scontrol`) passes this test only with a literal program name, never a
-/// shell, and never with `-c`.
+/// The library and the binary never start a shell, and start no process whose program name
+/// comes from an input. The one place that starts processes is the Slurm runner
+/// (`src/adapters/slurm/cli.rs`): it hands a program and an argument vector to
+/// `std::process::Command` (no shell), and every program it is given is a string literal
+/// (`squeue`, `sinfo`, `scontrol`): its callers pass literals or `&'static str` names.
 #[test]
 fn no_input_reaches_a_shell() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let runner = Path::new("src/adapters/slurm/cli.rs");
     let mut files = Vec::new();
-    let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    let mut stack = vec![root.join("src")];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
@@ -710,11 +766,14 @@ fn no_input_reaches_a_shell() {
             }
         }
     }
+    files.sort();
     assert!(files.len() > 10, "found the sources");
-    for f in files {
-        let src = std::fs::read_to_string(&f).unwrap();
+    let mut spawn_sites = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap();
+        let src = std::fs::read_to_string(f).unwrap();
         for (n, line) in src.lines().enumerate() {
-            let at = format!("{}:{}", f.display(), n + 1);
+            let at = &format!("{}:{}", rel.display(), n + 1);
             let code = line.split("//").next().unwrap_or("");
             for banned in [
                 "libc::system",
@@ -726,16 +785,41 @@ fn no_input_reaches_a_shell() {
                 "\"-c\"",
                 "/bin/sh",
                 "cmd.exe",
+                "CommandExt",
             ] {
                 assert!(!code.contains(banned), "{at}: {banned} in {line}");
             }
             if let Some(i) = code.find("Command::new(") {
                 let arg = code[i + "Command::new(".len()..].trim_start();
-                assert!(
-                    arg.starts_with('"'),
-                    "{at}: a process is started with a program name that is not a literal: {line}"
-                );
+                if !arg.starts_with('"') {
+                    assert_eq!(
+                        rel, runner,
+                        "{at}: a process is started with a program name that is not a literal"
+                    );
+                }
+                spawn_sites.push(at.clone());
+            }
+            // Every program handed to a Slurm runner is a literal.
+            if rel.starts_with("src/adapters") {
+                for call in code.match_indices(".run(").map(|(i, _)| &code[i + 5..]) {
+                    let arg = call.trim_start();
+                    assert!(
+                        arg.is_empty()
+                            || arg.starts_with('"')
+                            || arg.starts_with("program")
+                            || arg.starts_with("cli")
+                            || arg.starts_with(')'),
+                        "{at}: a runner gets a program that is not a literal: {line}"
+                    );
+                }
             }
         }
+    }
+    if !spawn_sites.is_empty() {
+        let apply = std::fs::read_to_string(root.join("src/adapters/slurm/apply.rs")).unwrap();
+        assert!(
+            apply.contains("Vec<(&'static str, Vec<String>)>"),
+            "the Slurm actions name their programs as &'static str"
+        );
     }
 }

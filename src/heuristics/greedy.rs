@@ -448,6 +448,20 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
             if level == Level::Unit && members.len() < 2 {
                 continue; // single nodes were tried above
             }
+            // An NVLink unit may span racks or pods: it is tighter only inside them.
+            if level == Level::Unit {
+                let nodes_of = &state.inst.nodes;
+                let spans = |f: fn(&crate::instance::Node) -> usize| {
+                    members
+                        .iter()
+                        .any(|&n| f(&nodes_of[n]) != f(&nodes_of[members[0]]))
+                };
+                match job.within {
+                    Some(Locality::Rack) if spans(|n| n.rack) => continue,
+                    Some(Locality::Pod) if spans(|n| n.pod) => continue,
+                    _ => {}
+                }
+            }
             nodes.clear();
             nodes.extend(members.iter().copied().filter(|&n| ok(n)));
             let total: u32 = nodes

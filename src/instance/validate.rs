@@ -143,7 +143,6 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
     let mut rack_pod: Vec<usize> = Vec::new();
     let mut pods: Vec<String> = Vec::new();
     let mut pod_ix: BTreeMap<String, usize> = BTreeMap::new();
-    let mut domain_rack: BTreeMap<String, (usize, String)> = BTreeMap::new();
     for (i, rn) in raw.nodes.iter().enumerate() {
         let p = format!("nodes[{i}]");
         is.name(&format!("{p}.name"), &rn.name);
@@ -290,24 +289,6 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         };
         if let Some(d) = &rn.nvlink_domain {
             is.name(&format!("{p}.nvlink_domain"), d);
-            // A rack-scale NVLink domain sits in one rack: planners treat a gang inside a
-            // domain as inside that rack.
-            match domain_rack.get(d) {
-                Some((r, first)) if *r != rack => is.push(
-                    format!("{p}.nvlink_domain"),
-                    format!(
-                        "{} is also on node {} in rack {}, but this node is in rack {}; give the nodes of one NVLink domain the same rack",
-                        q(d),
-                        q(first),
-                        q(&racks[*r]),
-                        q(&racks[rack])
-                    ),
-                ),
-                Some(_) => {}
-                None => {
-                    domain_rack.insert(d.clone(), (rack, rn.name.clone()));
-                }
-            }
         }
         let cpu_milli = is.resource(
             &format!("{p}.cpu_milli"),

@@ -58,7 +58,11 @@ pub fn solve(
                             constraints: Vec::new(),
                         },
                     );
-                    backend.solve(model, &[], &settings).map(|r| {
+                    let columns = model.columns();
+                    let answer = backend
+                        .solve(model, &[], &settings)
+                        .and_then(|r| super::check_columns(r, columns));
+                    answer.map(|r| {
                         (
                             (agg.chosen(&inst, &r.columns), agg.victims(&r.columns)),
                             r.status,
