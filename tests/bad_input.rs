@@ -466,7 +466,7 @@ fn binary_and_nul_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let binary = dir.path().join("binary.yaml");
     let mut bytes: Vec<u8> = (0..4096u32)
-        .map(|i| (i * 2_654_435_761 >> 24) as u8)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     bytes[0] = 0xff;
     std::fs::write(&binary, &bytes).unwrap();

@@ -376,7 +376,8 @@ fn a_panicking_solver_falls_back_to_greedy() {
 
 #[test]
 fn nonsense_columns_fall_back_to_greedy() {
-    let cases: [(&str, fn(usize) -> f64); 4] = [
+    type Case = (&'static str, fn(usize) -> f64);
+    let cases: [Case; 4] = [
         ("all ones", |_| 1.0),
         ("alternating", |i| (i % 2) as f64),
         ("huge", |i| 1e12 * (i as f64 + 1.0)),
@@ -587,7 +588,7 @@ fn docs_state_every_limit() {
         let s = v.to_string();
         let mut out = String::new();
         for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(c);
