@@ -1,11 +1,10 @@
 //! Assignment -> plan: names instead of indices, a reason for every pending job and every
 //! preemption, metrics.
 
-use super::reasons::{free_after, reason};
+use super::reasons::{reason, AfterRound};
 use super::types::*;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
-use crate::objective::held_after;
 use crate::state::ClusterState;
 
 /// Render an assignment. `solver` is filled by the caller.
@@ -55,28 +54,20 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
             }
         })
         .collect();
-    let free = free_after(inst, &before, a);
-    let held = held_after(inst, a);
+    let after = AfterRound::new(inst, &before, a);
     let pending: Vec<PendingEntry> = (0..inst.pending.len())
         .filter(|j| !a.placed.contains_key(j))
         .map(|j| {
-            let r = reason(inst, j, &free, &held);
+            let r = reason(inst, &after, j);
             PendingEntry {
                 job: inst.pending[j].id.clone(),
+                kind: Some(r.kind().to_string()),
                 reason: r.text,
-                kind: Some(
-                    if r.resolvable {
-                        "unschedulable"
-                    } else {
-                        "unresolvable"
-                    }
-                    .to_string(),
-                ),
             }
         })
         .collect();
     let usable = inst.gpus_usable();
-    let free_after_total: u32 = free.iter().sum();
+    let free_after_total: u32 = after.free.iter().sum();
     let down = inst.gpus_total() - usable;
     let busy_after = {
         // Busy = usable GPUs not free whole after the round (shared GPUs count busy).
