@@ -37,6 +37,7 @@
 
 pub mod assignment;
 pub mod error;
+pub mod explain;
 pub mod fsutil;
 pub mod gen;
 pub mod hardware;

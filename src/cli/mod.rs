@@ -2,9 +2,11 @@
 //! this edge only. Every error maps to a documented exit code; panics are caught and reported
 //! as internal failures.
 
+mod explain_cmd;
 mod gen_cmd;
 mod solve_cmd;
 mod validate_cmd;
+mod whatif_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -57,6 +59,10 @@ enum Command {
     Validate(validate_cmd::ValidateArgs),
     /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
     Gen(gen_cmd::GenArgs),
+    /// Why a pending job waits, the smallest change that would start it; or --prices.
+    Explain(explain_cmd::ExplainArgs),
+    /// Re-plan with added or drained nodes, quotas or weights, and show what changes.
+    Whatif(whatif_cmd::WhatifArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -110,6 +116,8 @@ pub fn run() -> i32 {
         Command::Solve(a) => solve_cmd::run(a),
         Command::Validate(a) => validate_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a),
+        Command::Explain(a) => explain_cmd::run(a),
+        Command::Whatif(a) => whatif_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,
