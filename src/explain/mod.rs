@@ -182,7 +182,14 @@ pub fn explain_job(
         });
     }
     if round.outcome.status == crate::plan::Status::Fallback {
-        notes.push("the round's plan is the greedy fallback, not a MIP optimum; a longer time limit may start this job without any change".into());
+        let why = round
+            .outcome
+            .note
+            .as_deref()
+            .unwrap_or("the greedy planner was asked for");
+        notes.push(format!(
+            "the round's plan is the greedy fallback, not a MIP optimum ({why})"
+        ));
     }
     Ok(Explanation {
         job: job_id.to_string(),

@@ -4,8 +4,12 @@
 //! integer column made continuous), and the row duals are read back:
 //!
 //! - **node price**: the sum of the duals of every row whose right-hand side is the node's
-//!   free-GPU count (the whole-GPU capacity row and the preemption rows of that node): how
-//!   much the LP objective would rise per extra free GPU on that node, for a small change;
+//!   free-GPU count (the whole-GPU capacity row and the preemption rows of that node), plus the
+//!   reduced costs of the split-gang columns at an upper bound equal to that count, plus the
+//!   dual of the node's packing row (`placed <= usable x open`) times its open value: how much the LP
+//!   objective would rise per extra free GPU on that node, for a small change (a change that
+//!   creates new placements, such as a node becoming large enough to hold a gang whole, is
+//!   discrete and not in the price);
 //! - **GPU type / rack price**: the largest node price among nodes of that type / in that rack
 //!   (where one extra GPU would be worth the most), with the node that attains it;
 //! - **quota price**: d(LP objective)/d(quota) of a tenant: the dual of its quota row, or for a
@@ -20,7 +24,7 @@
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::model::capacity::{fresh_slots, whole_users};
-use crate::model::{self, Ctx, MipModel};
+use crate::model::{self, CellCount, Ctx, MipModel};
 use crate::state::{ClusterState, GpuUse};
 use crate::topology::Topology;
 use good_lp::solvers::SolverModel;
@@ -67,6 +71,10 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
         .map(|n| capacity_row(&ctx, &m, n))
         .collect();
     let quota_rows = quota_rows(&ctx, &m);
+    let open_exprs: Vec<Option<(Expression, Variable)>> = (0..inst.nodes.len())
+        .map(|n| packing_row(&ctx, &m, n))
+        .collect();
+    let mut open_rows: Vec<Option<(usize, Variable)>> = vec![None; inst.nodes.len()];
     // Row index -> (node) for every row of a node's capacity family.
     let mut node_rows: Vec<Vec<usize>> = vec![Vec::new(); inst.nodes.len()];
     let mut quota_of: Vec<Vec<(usize, Option<Variable>)>> = vec![Vec::new(); inst.tenants.len()];
@@ -89,6 +97,13 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
                 }
             }
         }
+        for (n, open) in open_exprs.iter().enumerate() {
+            if let Some((expr, o)) = open {
+                if open_rows[n].is_none() && e == expr {
+                    open_rows[n] = Some((i, *o));
+                }
+            }
+        }
         for (t, rows) in quota_rows.iter().enumerate() {
             for (expr, y) in rows {
                 if e == expr {
@@ -97,6 +112,9 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
             }
         }
     }
+    // Columns whose upper bound is the node's free (or freeable) GPU count: one more free GPU
+    // raises that bound too.
+    let node_cols = bound_columns(&ctx, &m);
     // Solve the LP.
     let MipModel {
         problem,
@@ -142,14 +160,26 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
     let sol = solved.get_solution();
     let duals = sol.dual_rows();
     let values = sol.columns();
-    // HiGHS reports duals as d(objective)/d(rhs) in the sense of the model: for a maximised
-    // objective a binding `<=` row has a non-positive dual, so flip the sign.
-    let price_of = |rows: &[usize]| -> f64 { rows.iter().map(|&i| -duals[i]).sum::<f64>() + 0.0 };
+    // HiGHS reports duals as d(objective)/d(bound) in the sense of the model (maximised here),
+    // for rows and for columns at a bound alike.
+    let col_duals = sol.dual_columns();
+
     let nodes: Vec<Price> = (0..inst.nodes.len())
-        .map(|n| Price {
-            name: inst.nodes[n].name.clone(),
-            price: clean(price_of(&node_rows[n])),
-            at: None,
+        .map(|n| {
+            let rows: f64 = node_rows[n].iter().map(|&i| duals[i]).sum();
+            let cols: f64 = node_cols[n]
+                .iter()
+                .filter(|&&(c, cap)| values[c] >= cap - 1e-7)
+                .map(|&(c, _)| col_duals[c])
+                .sum();
+            let open: f64 = open_rows[n]
+                .map(|(i, o)| duals[i] * values[vars.col(o)])
+                .unwrap_or(0.0);
+            Price {
+                name: inst.nodes[n].name.clone(),
+                price: clean(rows + cols + open),
+                at: None,
+            }
         })
         .collect();
     let best_by = |key: &dyn Fn(usize) -> String| -> Vec<Price> {
@@ -181,7 +211,7 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
                 .iter()
                 .map(|&(i, y)| {
                     let weight = y.map_or(1.0, |y| values[vars.col(y)]);
-                    -duals[i] * weight
+                    duals[i] * weight
                 })
                 .sum();
             Price {
@@ -231,6 +261,37 @@ fn capacity_row(ctx: &Ctx, m: &MipModel, n: usize) -> Option<(HashMap<Variable, 
     let row = lhs.leq(ctx.before.free_count(n) as f64);
     let e = row.expression();
     Some((e.clone().linear_coefficients().collect(), e.constant()))
+}
+
+/// Per node, the columns of split-gang cells whose upper bound is the GPUs the job could get on
+/// the node (`Ctx::potential`), below the most a piece may hold: one more free GPU raises them.
+fn bound_columns(ctx: &Ctx, m: &MipModel) -> Vec<Vec<(usize, f64)>> {
+    let mut out = vec![Vec::new(); ctx.inst.nodes.len()];
+    for (j, cells) in m.vars.cells.iter().enumerate() {
+        let g = ctx.inst.pending[j].gpus;
+        for cell in cells {
+            if let CellCount::Free(x, cap) = cell.count {
+                let piece = if cell.split { g.saturating_sub(1) } else { g };
+                if cap == ctx.potential(j, cell.node) && cap < piece {
+                    out[cell.node].push((m.vars.col(x), cap as f64));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The packing row of a node empty before the round, `placed - U_n o_n <= 0`: with `o_n = 1`
+/// it caps the node at its usable GPUs, so one more GPU relaxes it by `o_n`.
+fn packing_row(ctx: &Ctx, m: &MipModel, n: usize) -> Option<(Expression, Variable)> {
+    let o = m.vars.open.get(n).copied().flatten()?;
+    let usable = ctx.inst.nodes[n].down.iter().filter(|d| !**d).count() as f64;
+    let placed: Expression = whole_users(ctx, m, n)
+        .into_iter()
+        .map(|(_, e)| e)
+        .sum::<Expression>()
+        + fresh_slots(m, n);
+    Some(((placed - usable * o).leq(0.0).expression().clone(), o))
 }
 
 /// Whether a row belongs to a node's capacity family: same right-hand side, and every

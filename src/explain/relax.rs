@@ -17,11 +17,10 @@
 //! minimise   sum_k c_k p_k + sum_i c_i h_i + C_q s_q + C_add sum_n e_n + C_loc (s_nodes + s_dom)
 //! ```
 //!
-//! Costs (see docs/explain.md): a running job `j` may preempt costs its preemption cost in the
-//! objective (`victim_cost`); holding back a job started this round costs 1.5 times its value;
-//! one GPU of quota costs 2; stopping a running job `j` may not preempt costs 4 per GPU plus
-//! its preemption cost; one added GPU costs 10; each extra node or domain beyond the job's
-//! limit costs 30. The relaxation ignores CPU and memory, shared GPUs, NVLink islands and the
+//! Costs per GPU (see docs/explain.md): preempting a running job `j` may preempt 1; holding
+//! back a job started this round 1.5; one GPU of quota 2; stopping a running job `j` may not
+//! preempt 4; one added GPU 10; each extra node or domain beyond the job's limit 30. Ties
+//! break on the objective's own preemption cost and job value (weight 0.001). The relaxation ignores CPU and memory, shared GPUs, NVLink islands and the
 //! spread cost: it answers "what must change for the job to fit", and [`super::explain_job`]
 //! checks each answer by re-planning.
 
@@ -45,8 +44,15 @@ pub const COST_FORCE: f64 = 4.0;
 pub const COST_ADD: f64 = 10.0;
 /// Cost of one more node or locality domain than the job allows.
 pub const COST_LOCALITY: f64 = 30.0;
-/// Multiplier on the value of a job started this round that would wait instead.
+/// Cost per GPU of a job started this round that would wait instead (plus a tie-break on
+/// its value).
 pub const COST_HOLD: f64 = 1.5;
+/// Cost per GPU of preempting a running job the pending job may preempt (plus a tie-break on
+/// its preemption cost).
+pub const COST_PREEMPT: f64 = 1.0;
+/// Weight of the tie-breaks: among changes of equal GPUs, the one the round's objective
+/// minds least.
+pub const TIE: f64 = 0.001;
 
 /// A family of slack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -327,12 +333,12 @@ pub fn relax(
             continue;
         }
         let (v, col) = cols.add(variable().binary());
-        let c = victim_cost(inst, r).max(1e-3)
-            + if fam == Family::Stop {
-                COST_FORCE * r.gpu_equivalent().max(1.0)
-            } else {
-                0.0
-            };
+        let per_gpu = if fam == Family::Stop {
+            COST_FORCE
+        } else {
+            COST_PREEMPT
+        };
+        let c = per_gpu * r.gpu_equivalent().max(0.001) + TIE * victim_cost(inst, r);
         cost.add_mul(c, v);
         p.push((k, v, col));
     }
@@ -344,7 +350,11 @@ pub fn relax(
                 continue;
             }
             let (v, col) = cols.add(variable().binary());
-            cost.add_mul(COST_HOLD * job_value(inst, &inst.pending[i]).max(1e-3), v);
+            let pi = &inst.pending[i];
+            cost.add_mul(
+                COST_HOLD * pi.gpu_equivalent().max(0.001) + TIE * job_value(inst, pi),
+                v,
+            );
             h.push((i, v, col));
         }
     }
@@ -540,23 +550,49 @@ pub fn relax(
         }
     }
     let total = solved.objective_value();
-    let summary = if changes.is_empty() {
-        "fits without any change".to_string()
-    } else {
-        format!(
-            "starts if {}",
-            changes
-                .iter()
-                .map(|c| c.text())
-                .collect::<Vec<_>>()
-                .join("; and ")
-        )
-    };
+    let summary = summary(&changes);
     Ok(Some(Relaxation {
         changes,
         cost: total,
         summary,
     }))
+}
+
+/// "starts if ...": the changes in words, added GPUs summed per rack.
+fn summary(changes: &[Change]) -> String {
+    if changes.is_empty() {
+        return "fits without any change".to_string();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut per_rack: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
+    for c in changes {
+        match c {
+            Change::AddGpus { node, rack, gpus } => {
+                let e = per_rack.entry(rack.as_str()).or_default();
+                e.0 += gpus;
+                e.1.push(format!("{gpus} on {node}"));
+            }
+            _ => parts.push(c.text()),
+        }
+    }
+    let only_hardware = parts.is_empty();
+    for (rack, (gpus, on)) in per_rack {
+        let place = if rack.is_empty() {
+            String::new()
+        } else {
+            format!(" in rack {rack}")
+        };
+        parts.push(format!(
+            "{gpus} more free GPUs{place} ({}; new hardware)",
+            on.join(", ")
+        ));
+    }
+    let text = parts.join("; and ");
+    if only_hardware {
+        format!("starts with {text}")
+    } else {
+        format!("starts if {text}")
+    }
 }
 
 /// The instance with a relaxation's changes written in, or `None` when a change adds GPUs

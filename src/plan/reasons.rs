@@ -387,7 +387,10 @@ fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (Str
                     )
                 }
                 Some((l, _)) => format!(" within one {}; the best has {have}", l.as_str()),
-                None => format!("; {have} have that many"),
+                None => format!(
+                    "; {have} {} that many",
+                    if *have == 1 { "has" } else { "have" }
+                ),
             };
             (
                 format!("needs {need} nodes with {per} {word} {tw}GPUs each{within}"),
@@ -478,7 +481,7 @@ fn minimal_set(
 
 fn where_text(inst: &Instance, on: &[(usize, u32)]) -> String {
     on.iter()
-        .map(|&(n, k)| format!("{k} on {}", inst.nodes[n].name))
+        .map(|&(n, k)| format!("{k} GPUs on {}", inst.nodes[n].name))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -619,7 +622,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
                 } else {
                     format!("priority {} is not below its {}", r.priority, job.priority)
                 };
-                format!("{} ({} GPUs; {why})", r.id, where_text(inst, on))
+                format!("{} ({}; {why})", r.id, where_text(inst, on))
             })
             .collect();
         let verb = if allowed.is_empty() {
