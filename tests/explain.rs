@@ -299,3 +299,71 @@ fn cli_explain_exit_codes() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["quotas"].as_array().unwrap().len() == 2);
 }
+
+/// The kind is checked against an independent oracle on generated rounds: the job alone in
+/// the empty cluster (no running jobs, no other pending jobs), planned by the MIP. An
+/// `unresolvable` job must not start there; an `unschedulable` one must.
+#[test]
+fn kinds_agree_with_the_job_alone_in_an_empty_cluster() {
+    use gangplan::gen::{generate, GenParams};
+    let lib = ModelLibrary::builtin();
+    let mut checked = (0, 0);
+    for seed in 1..=4 {
+        let mut raw = generate(&GenParams {
+            nodes: 12,
+            pending: 40,
+            seed,
+            ..Default::default()
+        });
+        // CPU and memory are left out: the reasons treat them approximately.
+        for n in &mut raw.nodes {
+            n.cpu_milli = None;
+            n.memory_mib = None;
+        }
+        for r in &mut raw.running {
+            r.cpu_milli = None;
+            r.memory_mib = None;
+        }
+        raw.pending.retain(|p| p.gpus > 0);
+        for p in &mut raw.pending {
+            p.cpu_milli = None;
+            p.memory_mib = None;
+        }
+        let inst = validate(&raw, &lib).unwrap();
+        let plan = plan_round(inst.clone(), PlannerKind::Ilp, None).unwrap();
+        for entry in &plan.pending {
+            let mut alone = raw.clone();
+            alone.running.clear();
+            alone.pending.retain(|p| p.id == entry.job);
+            let alone_inst = validate(&alone, &lib).unwrap();
+            let starts = plan_round(alone_inst, PlannerKind::Ilp, None)
+                .unwrap()
+                .placements
+                .len()
+                == 1;
+            match entry.kind.as_deref() {
+                Some("unresolvable") => {
+                    assert!(
+                        !starts,
+                        "seed {seed}: {} is called unresolvable ({}) but starts alone",
+                        entry.job, entry.reason
+                    );
+                    checked.0 += 1;
+                }
+                Some("unschedulable") => {
+                    assert!(
+                        starts,
+                        "seed {seed}: {} is called unschedulable ({}) but cannot start alone",
+                        entry.job, entry.reason
+                    );
+                    checked.1 += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        checked.0 > 0 && checked.1 > 0,
+        "the oracle checked too few jobs: {checked:?}"
+    );
+}
