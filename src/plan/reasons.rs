@@ -433,8 +433,13 @@ fn holdings(after: &AfterRound, running: bool) -> BTreeMap<usize, Vec<(usize, u3
         .collect()
 }
 
-/// A smallest set (no member can be dropped) of `candidates` whose GPUs, added to `cap`,
-/// let the shape fit; `None` if even all of them do not.
+/// Largest set [`minimal_set`] prunes member by member; a larger set is reported as found.
+const PRUNE_LIMIT: usize = 32;
+
+/// A set of `candidates` whose GPUs, added to `cap`, let the shape fit: the shortest prefix
+/// of the candidates taken largest first (found by bisection, fit being monotone in the
+/// prefix), then pruned so that no member can be dropped (when it has at most
+/// [`PRUNE_LIMIT`] members). `None` if even all of them do not.
 fn minimal_set(
     inst: &Instance,
     job: &PendingJob,
@@ -455,24 +460,33 @@ fn minimal_set(
         let gpus: u32 = candidates[i].1.iter().map(|x| x.1).sum();
         (std::cmp::Reverse(gpus), i)
     });
-    let mut set = Vec::new();
-    for &i in &order {
-        set.push(i);
-        if with(&set) {
-            break;
-        }
-    }
-    if !with(&set) {
+    if !with(&order) {
         return None;
     }
-    // Drop every member the rest can do without, smallest first.
-    let mut i = set.len();
-    while i > 0 {
-        i -= 1;
-        let mut rest = set.clone();
-        rest.remove(i);
-        if with(&rest) {
-            set = rest;
+    // Shortest fitting prefix: fits(order[..hi]) holds, fits(order[..lo]) does not.
+    let (mut lo, mut hi) = (0usize, order.len());
+    if with(&[]) {
+        hi = 0;
+    }
+    while hi > lo + 1 {
+        let mid = (lo + hi) / 2;
+        if with(&order[..mid]) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let mut set: Vec<usize> = order[..hi].to_vec();
+    if set.len() <= PRUNE_LIMIT {
+        // Drop every member the rest can do without, smallest first.
+        let mut i = set.len();
+        while i > 0 {
+            i -= 1;
+            let mut rest = set.clone();
+            rest.remove(i);
+            if with(&rest) {
+                set = rest;
+            }
         }
     }
     set.sort_unstable();
@@ -487,6 +501,14 @@ fn where_text(inst: &Instance, on: &[(usize, u32)]) -> String {
 }
 
 fn list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if names.len() > SHOWN + 1 {
+        return format!(
+            "{} and {} more",
+            names[..SHOWN].join(", "),
+            names.len() - SHOWN
+        );
+    }
     match names.len() {
         0 => String::new(),
         1 => names[0].clone(),
