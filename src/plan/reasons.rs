@@ -122,6 +122,10 @@ pub struct AfterRound {
     pub mem_free: Vec<Option<i64>>,
     /// Milli left on every shared GPU: (node, gpu, milli).
     pub share_room: Vec<(usize, u32, u32)>,
+    /// Whole GPUs per node of every running job that keeps GPUs.
+    pub running_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
+    /// Whole GPUs per node of every job started this round.
+    pub placed_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
 }
 
 impl AfterRound {
@@ -200,7 +204,11 @@ impl AfterRound {
             .into_iter()
             .map(|((n, g), m)| (n, g, 1000u32.saturating_sub(m)))
             .collect();
+        let running_holdings = holdings(&holders, true);
+        let placed_holdings = holdings(&holders, false);
         AfterRound {
+            running_holdings,
+            placed_holdings,
             holders,
             free,
             held: held_after(inst, a),
@@ -257,45 +265,73 @@ fn domain_name(inst: &Instance, n: usize, level: Locality) -> String {
     }
 }
 
+/// The nodes a job may use, grouped by the domain it must stay within (one group when none).
+struct Domains {
+    eligible: Vec<usize>,
+    groups: Vec<Vec<usize>>,
+}
+
+impl Domains {
+    fn new(inst: &Instance, job: &PendingJob) -> Self {
+        let eligible: Vec<usize> = (0..inst.nodes.len())
+            .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+            .collect();
+        let level = level_of(job);
+        let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &n in &eligible {
+            let key = match level {
+                Some(Locality::Node) => n,
+                Some(Locality::Rack) => inst.nodes[n].rack,
+                Some(Locality::Pod) => inst.nodes[n].pod,
+                None => 0,
+            };
+            groups.entry(key).or_default().push(n);
+        }
+        Domains {
+            eligible,
+            groups: groups.into_values().collect(),
+        }
+    }
+}
+
 /// Whether the gang's shape fits per-node capacities `cap` (GPU counts only).
-fn fit(inst: &Instance, job: &PendingJob, cap: &[u32]) -> Result<(), Miss> {
+fn fit(inst: &Instance, job: &PendingJob, doms: &Domains, cap: &[u32]) -> Result<(), Miss> {
     let g = job.gpus;
-    let eligible: Vec<usize> = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .collect();
-    if eligible.is_empty() {
+    if doms.eligible.is_empty() {
         return Err(Miss::NoType);
     }
-    let total: u32 = eligible.iter().map(|&n| cap[n]).sum();
+    let total: u32 = doms.eligible.iter().map(|&n| cap[n]).sum();
     if total < g {
         return Err(Miss::Total { have: total });
     }
     let level = level_of(job);
-    let mut domains: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for &n in &eligible {
-        let key = level.map(|l| domain_name(inst, n, l)).unwrap_or_default();
-        domains.entry(key).or_default().push(n);
-    }
     let limit = job.node_limit().max(1) as usize;
-    // Per domain: (sum, nodes with `per` GPUs, best sum over `limit` nodes).
-    let mut best_sum = (0u32, String::new());
-    let mut best_per = (0u32, String::new());
+    // Per domain: (sum, nodes with `per` GPUs, best sum over `limit` nodes); the first node
+    // of the best domain names it.
+    let mut best_sum: Option<(u32, usize)> = None;
+    let mut best_per: Option<(u32, usize)> = None;
     let mut best_top = 0u32;
-    for (name, nodes) in &domains {
+    let mut caps: Vec<u32> = Vec::new();
+    for nodes in &doms.groups {
         let sum: u32 = nodes.iter().map(|&n| cap[n]).sum();
         let fits = match job.gpus_per_node {
             Some(per) => {
                 let per = per.max(1);
                 let have = nodes.iter().filter(|&&n| cap[n] >= per).count() as u32;
-                if have > best_per.0 || best_per.1.is_empty() && have == best_per.0 {
-                    best_per = (have, name.clone());
+                if best_per.is_none_or(|b| have > b.0) {
+                    best_per = Some((have, nodes[0]));
                 }
                 have >= g / per
             }
             None => {
-                let mut caps: Vec<u32> = nodes.iter().map(|&n| cap[n]).collect();
-                caps.sort_unstable_by(|a, b| b.cmp(a));
-                let top: u32 = caps.iter().take(limit).sum();
+                caps.clear();
+                caps.extend(nodes.iter().map(|&n| cap[n]));
+                let top: u32 = if caps.len() > limit {
+                    caps.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
+                    caps[..limit].iter().sum()
+                } else {
+                    sum
+                };
                 best_top = best_top.max(top);
                 top >= g
             }
@@ -303,10 +339,19 @@ fn fit(inst: &Instance, job: &PendingJob, cap: &[u32]) -> Result<(), Miss> {
         if fits {
             return Ok(());
         }
-        if sum > best_sum.0 || best_sum.1.is_empty() && sum == best_sum.0 {
-            best_sum = (sum, name.clone());
+        if best_sum.is_none_or(|b| sum > b.0) {
+            best_sum = Some((sum, nodes[0]));
         }
     }
+    let name = |b: Option<(u32, usize)>| -> (u32, String) {
+        match (b, level) {
+            (Some((v, n)), Some(l)) => (v, domain_name(inst, n, l)),
+            (Some((v, _)), None) => (v, String::new()),
+            (None, _) => (0, String::new()),
+        }
+    };
+    let best_sum = name(best_sum);
+    let best_per = name(best_per);
     if let Some(l) = level {
         if best_sum.0 < g {
             return Err(Miss::Domain {
@@ -416,9 +461,9 @@ fn usable(inst: &Instance, n: usize) -> u32 {
 }
 
 /// Whole GPUs each listed job holds per node after the round (running: kept GPUs).
-fn holdings(after: &AfterRound, running: bool) -> BTreeMap<usize, Vec<(usize, u32)>> {
+fn holdings(holders: &[Vec<Holder>], running: bool) -> BTreeMap<usize, Vec<(usize, u32)>> {
     let mut out: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
-    for (n, node) in after.holders.iter().enumerate() {
+    for (n, node) in holders.iter().enumerate() {
         for h in node {
             match (h, running) {
                 (Holder::Running(k), true) | (Holder::Placed(k), false) => {
@@ -443,6 +488,7 @@ const PRUNE_LIMIT: usize = 32;
 fn minimal_set(
     inst: &Instance,
     job: &PendingJob,
+    doms: &Domains,
     cap: &[u32],
     candidates: &[(usize, Vec<(usize, u32)>)],
 ) -> Option<Vec<usize>> {
@@ -453,7 +499,7 @@ fn minimal_set(
                 c[n] += k;
             }
         }
-        fit(inst, job, &c).is_ok()
+        fit(inst, job, doms, &c).is_ok()
     };
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     order.sort_by_key(|&i| {
@@ -554,7 +600,8 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         return sharer_reason(inst, after, job);
     }
     let all: Vec<u32> = (0..inst.nodes.len()).map(|n| usable(inst, n)).collect();
-    if let Err(miss) = fit(inst, job, &all) {
+    let doms = Domains::new(inst, job);
+    if let Err(miss) = fit(inst, job, &doms, &all) {
         let (text, b) = miss_text(inst, job, &miss, "usable");
         return fixed(text, b);
     }
@@ -572,7 +619,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         })
     });
     let free = after.free.clone();
-    let Err(miss) = fit(inst, job, &free) else {
+    let Err(miss) = fit(inst, job, &doms, &free) else {
         if let Some(text) = quota_text {
             return waiting(text, Binding::Quota);
         }
@@ -594,7 +641,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         None => head,
     };
     // Running jobs this job may preempt, and the others.
-    let running = holdings(after, true);
+    let running = &after.running_holdings;
     let may = |k: usize| {
         let r = &inst.running[k];
         inst.policy.preemption && r.preemptible && r.priority < job.priority
@@ -605,7 +652,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         .map(|(k, v)| (*k, v.clone()))
         .collect();
     let mut cap = free.clone();
-    if let Some(set) = minimal_set(inst, job, &cap, &allowed) {
+    if let Some(set) = minimal_set(inst, job, &doms, &cap, &allowed) {
         let names: Vec<String> = set
             .iter()
             .map(|&i| {
@@ -631,7 +678,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         .filter(|(k, _)| !may(**k))
         .map(|(k, v)| (*k, v.clone()))
         .collect();
-    if let Some(set) = minimal_set(inst, job, &cap, &others) {
+    if let Some(set) = minimal_set(inst, job, &doms, &cap, &others) {
         let names: Vec<String> = set
             .iter()
             .map(|&i| {
@@ -662,8 +709,12 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
             cap[n] += k;
         }
     }
-    let placed: Vec<(usize, Vec<(usize, u32)>)> = holdings(after, false).into_iter().collect();
-    if let Some(set) = minimal_set(inst, job, &cap, &placed) {
+    let placed: Vec<(usize, Vec<(usize, u32)>)> = after
+        .placed_holdings
+        .iter()
+        .map(|(k, v)| (*k, v.clone()))
+        .collect();
+    if let Some(set) = minimal_set(inst, job, &doms, &cap, &placed) {
         let names: Vec<String> = set
             .iter()
             .map(|&i| inst.pending[placed[i].0].id.clone())
