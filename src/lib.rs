@@ -39,6 +39,7 @@ pub mod adapters;
 pub mod assignment;
 pub mod cron;
 pub mod error;
+pub mod explain;
 pub mod fsutil;
 pub mod gen;
 pub mod hardware;

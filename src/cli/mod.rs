@@ -4,11 +4,13 @@
 
 mod bench_cmd;
 mod discover_cmd;
+mod explain_cmd;
 mod gen_cmd;
 mod plan_cmd;
 mod slurm_cmd;
 mod solve_cmd;
 mod validate_cmd;
+mod whatif_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -64,6 +66,10 @@ enum Command {
     Validate(validate_cmd::ValidateArgs),
     /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
     Gen(gen_cmd::GenArgs),
+    /// Why a pending job waits, the smallest change that would start it; or --prices.
+    Explain(explain_cmd::ExplainArgs),
+    /// Re-plan with added or drained nodes, quotas or weights, and show what changes.
+    Whatif(whatif_cmd::WhatifArgs),
     /// Time whole rounds at 1k / 10k / 100k GPUs and print objective, bound, gap and ratios.
     Bench(bench_cmd::BenchArgs),
     /// Describe this node's GPUs (NVML): an instance node entry and a hardware model.
@@ -125,6 +131,8 @@ pub fn run() -> i32 {
         Command::Solve(a) => solve_cmd::run(a),
         Command::Validate(a) => validate_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a),
+        Command::Explain(a) => explain_cmd::run(a),
+        Command::Whatif(a) => whatif_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),

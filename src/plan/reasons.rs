@@ -1,11 +1,74 @@
 //! One sentence, with numbers, for every job left pending: the constraint that binds, and
 //! whether the job is `unresolvable` (no state of this cluster could place it) or
 //! `unschedulable` (it would start if something finished or were preempted).
+//!
+//! The test is a ladder of capacities, each checked against the job's hard shape (GPU type,
+//! gang size, `within`, `max_nodes`, `gpus_per_node`):
+//!
+//! 1. every usable GPU of the cluster: if the shape does not fit, or the job alone exceeds its
+//!    tenant's quota, the job is **unresolvable**;
+//! 2. the GPUs free after this round: if the shape fits, the job waits for its tenant's quota
+//!    or because the round's objective preferred other work;
+//! 3. plus the GPUs of running jobs it may preempt (preemptible, strictly lower priority): if
+//!    the shape fits now, preemption could make room but was not worth its cost;
+//! 4. plus the GPUs of every other running job: the sentence names a smallest set of those
+//!    jobs (no job in it can be left out) that would have to stop, and why they may not be
+//!    preempted;
+//! 5. plus the GPUs of jobs started this round: the sentence names the jobs that took them.
+//!
+//! Levels 2 to 5 are **unschedulable**. [`AfterRound`] holds what the round left behind.
 
 use crate::assignment::Assignment;
 use crate::instance::{Instance, Locality, PendingJob};
-use crate::state::{ClusterState, GpuUse};
+use crate::objective::held_after;
+use crate::state::{resource_share, ClusterState, GpuUse};
 use std::collections::BTreeMap;
+
+/// Which constraint binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// No node has an accepted GPU type.
+    GpuType,
+    /// Not enough GPUs of the accepted types in the whole cluster (or free).
+    Capacity,
+    /// Not enough GPUs within one node, rack or pod.
+    Locality,
+    /// Not enough nodes with `gpus_per_node` GPUs.
+    GpusPerNode,
+    /// No `max_nodes` nodes hold the gang.
+    MaxNodes,
+    /// The tenant's quota.
+    Quota,
+    /// GPUs held by running jobs that may not be preempted for this job.
+    Preemption,
+    /// GPUs taken by jobs started this round.
+    Competition,
+    /// CPU or memory.
+    Resources,
+    /// No shared GPU has room for a sharer.
+    Sharing,
+    /// The job fits, but the round's objective preferred not to start it.
+    Objective,
+}
+
+impl Binding {
+    /// A short name for machines (`explain --format json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::GpuType => "gpu_type",
+            Binding::Capacity => "capacity",
+            Binding::Locality => "locality",
+            Binding::GpusPerNode => "gpus_per_node",
+            Binding::MaxNodes => "max_nodes",
+            Binding::Quota => "quota",
+            Binding::Preemption => "preemption",
+            Binding::Competition => "competition",
+            Binding::Resources => "resources",
+            Binding::Sharing => "sharing",
+            Binding::Objective => "objective",
+        }
+    }
+}
 
 /// Why a job waits.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,37 +77,170 @@ pub struct Reason {
     pub text: String,
     /// False when no state of this cluster could place the job.
     pub resolvable: bool,
+    /// The constraint that binds.
+    pub binding: Binding,
 }
 
-/// Free whole GPUs per node after the assignment.
-pub fn free_after(inst: &Instance, before: &ClusterState, a: &Assignment) -> Vec<u32> {
-    let mut free: Vec<u32> = (0..inst.nodes.len())
-        .map(|n| {
-            before.gpus[n]
-                .iter()
-                .filter(|u| match u {
-                    GpuUse::Free => true,
-                    GpuUse::Whole(k) => a.preempted.contains(k),
-                    _ => false,
-                })
-                .count() as u32
-        })
-        .collect();
-    for (&j, set) in &a.placed {
-        for (n, idx) in set {
-            if inst.pending[j].is_sharer() {
-                // A sharer on a previously free GPU makes it unavailable whole.
-                let fresh = idx
-                    .iter()
-                    .filter(|&&g| before.gpus[*n][g as usize] == GpuUse::Free)
-                    .count() as u32;
-                free[*n] = free[*n].saturating_sub(fresh);
-            } else {
-                free[*n] = free[*n].saturating_sub(idx.len() as u32);
-            }
+impl Reason {
+    /// `unschedulable` or `unresolvable`.
+    pub fn kind(&self) -> &'static str {
+        if self.resolvable {
+            "unschedulable"
+        } else {
+            "unresolvable"
         }
     }
-    free
+}
+
+/// Who holds a GPU after the round.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Holder {
+    /// Out of service.
+    Down,
+    /// Free whole.
+    Free,
+    /// A running job that keeps it.
+    Running(usize),
+    /// Shared by running jobs or new sharers.
+    Shared,
+    /// A pending job started this round.
+    Placed(usize),
+}
+
+/// What a round leaves behind: who holds every GPU, free GPUs per node, GPUs per tenant.
+#[derive(Debug, Clone)]
+pub struct AfterRound {
+    /// `holders[n][g]`.
+    pub holders: Vec<Vec<Holder>>,
+    /// Free whole GPUs per node.
+    pub free: Vec<u32>,
+    /// GPUs each tenant holds after the round.
+    pub held: Vec<f64>,
+    /// CPU left per node (`None`: unlimited).
+    pub cpu_free: Vec<Option<i64>>,
+    /// Memory left per node (`None`: unlimited).
+    pub mem_free: Vec<Option<i64>>,
+    /// Milli left on every shared GPU: (node, gpu, milli).
+    pub share_room: Vec<(usize, u32, u32)>,
+    /// Whole GPUs per node of every running job that keeps GPUs.
+    pub running_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
+    /// Whole GPUs per node of every job started this round.
+    pub placed_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
+}
+
+impl AfterRound {
+    /// The state after applying `a` to the cluster.
+    pub fn new(inst: &Instance, before: &ClusterState, a: &Assignment) -> Self {
+        let mut holders: Vec<Vec<Holder>> = before
+            .gpus
+            .iter()
+            .map(|node| {
+                node.iter()
+                    .map(|u| match u {
+                        GpuUse::Down => Holder::Down,
+                        GpuUse::Free => Holder::Free,
+                        GpuUse::Whole(k) if a.preempted.contains(k) => Holder::Free,
+                        GpuUse::Whole(k) => Holder::Running(*k),
+                        GpuUse::Shared { .. } => Holder::Shared,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut milli: BTreeMap<(usize, u32), u32> = BTreeMap::new();
+        for (n, node) in before.gpus.iter().enumerate() {
+            for (g, u) in node.iter().enumerate() {
+                if let GpuUse::Shared { jobs, .. } = u {
+                    let kept: u32 = jobs
+                        .iter()
+                        .filter(|k| !a.preempted.contains(k))
+                        .map(|&k| inst.running[k].gpu_milli.unwrap_or(0))
+                        .sum();
+                    milli.insert((n, g as u32), kept);
+                }
+            }
+        }
+        let mut cpu_free = before.cpu_free.clone();
+        let mut mem_free = before.mem_free.clone();
+        for &k in &a.preempted {
+            let r = &inst.running[k];
+            for (n, idx) in &r.gpus {
+                let on = idx.len() as u32;
+                if let Some(c) = cpu_free[*n].as_mut() {
+                    *c += resource_share(r.cpu_milli, on, r.gpu_count()) as i64;
+                }
+                if let Some(m) = mem_free[*n].as_mut() {
+                    *m += resource_share(r.memory_mib, on, r.gpu_count()) as i64;
+                }
+            }
+        }
+        for (&j, set) in &a.placed {
+            let job = &inst.pending[j];
+            for (&n, idx) in set {
+                let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
+                if let Some(c) = cpu_free[n].as_mut() {
+                    *c -= resource_share(job.cpu_milli, on.max(1), job.gpus.max(1)) as i64;
+                }
+                if let Some(m) = mem_free[n].as_mut() {
+                    *m -= resource_share(job.memory_mib, on.max(1), job.gpus.max(1)) as i64;
+                }
+                for &g in idx {
+                    let Some(h) = holders.get_mut(n).and_then(|h| h.get_mut(g as usize)) else {
+                        continue;
+                    };
+                    if let Some(mj) = job.gpu_milli {
+                        *milli.entry((n, g)).or_insert(0) += mj;
+                        *h = Holder::Shared;
+                    } else {
+                        *h = Holder::Placed(j);
+                    }
+                }
+            }
+        }
+        let free = holders
+            .iter()
+            .map(|h| h.iter().filter(|x| **x == Holder::Free).count() as u32)
+            .collect();
+        let share_room = milli
+            .into_iter()
+            .map(|((n, g), m)| (n, g, 1000u32.saturating_sub(m)))
+            .collect();
+        let running_holdings = holdings(&holders, true);
+        let placed_holdings = holdings(&holders, false);
+        AfterRound {
+            running_holdings,
+            placed_holdings,
+            holders,
+            free,
+            held: held_after(inst, a),
+            cpu_free,
+            mem_free,
+            share_room,
+        }
+    }
+}
+
+/// Why a gang's shape does not fit a per-node capacity.
+#[derive(Debug, Clone, PartialEq)]
+enum Miss {
+    NoType,
+    Total {
+        have: u32,
+    },
+    Domain {
+        level: Locality,
+        best: u32,
+        name: String,
+    },
+    PerNode {
+        per: u32,
+        need: u32,
+        have: u32,
+        domain: Option<(Locality, String)>,
+    },
+    MaxNodes {
+        limit: u32,
+        best: u32,
+    },
 }
 
 fn type_words(job: &PendingJob) -> String {
@@ -55,155 +251,610 @@ fn type_words(job: &PendingJob) -> String {
     }
 }
 
-/// The reason job j waits, given the GPUs free after the round and what its tenant holds.
-pub fn reason(inst: &Instance, j: usize, free: &[u32], held: &[f64]) -> Reason {
-    let job = &inst.pending[j];
-    let g = job.gpus;
-    let tw = type_words(job);
-    let eligible: Vec<usize> = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .collect();
-    let usable = |n: usize| inst.nodes[n].down.iter().filter(|d| !**d).count() as u32;
-    let fixed = |text: String| Reason {
-        text,
-        resolvable: false,
-    };
-    let waiting = |text: String| Reason {
-        text,
-        resolvable: true,
-    };
-    if g > 0 && eligible.is_empty() {
-        let mut types: Vec<&str> = inst.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
-        types.sort_unstable();
-        types.dedup();
-        return fixed(format!(
-            "needs {}GPUs; no node has that type (types here: {})",
-            tw,
-            types.join(", ")
-        ));
+/// The level a gang must stay within: `within`, or node when it may span only one node.
+fn level_of(job: &PendingJob) -> Option<Locality> {
+    job.within
+        .or((job.node_limit() == 1).then_some(Locality::Node))
+}
+
+fn domain_name(inst: &Instance, n: usize, level: Locality) -> String {
+    match level {
+        Locality::Node => inst.nodes[n].name.clone(),
+        Locality::Rack => inst.racks[inst.nodes[n].rack].clone(),
+        Locality::Pod => inst.pods[inst.nodes[n].pod].clone(),
     }
-    let total: u32 = eligible.iter().map(|&n| usable(n)).sum();
-    if g > total {
-        return fixed(format!(
-            "needs {g} {tw}GPUs; the cluster has only {total} usable"
-        ));
-    }
-    // Hard shape limits, against whole usable capacity (unresolvable) and free capacity.
-    let by_domain = |cap: &dyn Fn(usize) -> u32, level: Locality| -> (u32, String) {
-        let mut sums: BTreeMap<String, u32> = BTreeMap::new();
+}
+
+/// The nodes a job may use, grouped by the domain it must stay within (one group when none).
+struct Domains {
+    eligible: Vec<usize>,
+    groups: Vec<Vec<usize>>,
+}
+
+impl Domains {
+    fn new(inst: &Instance, job: &PendingJob) -> Self {
+        let eligible: Vec<usize> = (0..inst.nodes.len())
+            .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+            .collect();
+        let level = level_of(job);
+        let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for &n in &eligible {
             let key = match level {
-                Locality::Node => inst.nodes[n].name.clone(),
-                Locality::Rack => inst.racks[inst.nodes[n].rack].clone(),
-                Locality::Pod => inst.pods[inst.nodes[n].pod].clone(),
+                Some(Locality::Node) => n,
+                Some(Locality::Rack) => inst.nodes[n].rack,
+                Some(Locality::Pod) => inst.nodes[n].pod,
+                None => 0,
             };
-            *sums.entry(key).or_default() += cap(n);
+            groups.entry(key).or_default().push(n);
         }
-        sums.into_iter()
-            .map(|(k, v)| (v, k))
-            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
-            .unwrap_or((0, String::new()))
+        Domains {
+            eligible,
+            groups: groups.into_values().collect(),
+        }
+    }
+}
+
+/// Whether the gang's shape fits per-node capacities `cap` (GPU counts only).
+fn fit(inst: &Instance, job: &PendingJob, doms: &Domains, cap: &[u32]) -> Result<(), Miss> {
+    let g = job.gpus;
+    if doms.eligible.is_empty() {
+        return Err(Miss::NoType);
+    }
+    let total: u32 = doms.eligible.iter().map(|&n| cap[n]).sum();
+    if total < g {
+        return Err(Miss::Total { have: total });
+    }
+    let level = level_of(job);
+    let limit = job.node_limit().max(1) as usize;
+    // Per domain: (sum, nodes with `per` GPUs, best sum over `limit` nodes); the first node
+    // of the best domain names it.
+    let mut best_sum: Option<(u32, usize)> = None;
+    let mut best_per: Option<(u32, usize)> = None;
+    let mut best_top = 0u32;
+    let mut caps: Vec<u32> = Vec::new();
+    for nodes in &doms.groups {
+        let sum: u32 = nodes.iter().map(|&n| cap[n]).sum();
+        let fits = match job.gpus_per_node {
+            Some(per) => {
+                let per = per.max(1);
+                let have = nodes.iter().filter(|&&n| cap[n] >= per).count() as u32;
+                if best_per.is_none_or(|b| have > b.0) {
+                    best_per = Some((have, nodes[0]));
+                }
+                have >= g / per
+            }
+            None => {
+                caps.clear();
+                caps.extend(nodes.iter().map(|&n| cap[n]));
+                let top: u32 = if caps.len() > limit {
+                    caps.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
+                    caps[..limit].iter().sum()
+                } else {
+                    sum
+                };
+                best_top = best_top.max(top);
+                top >= g
+            }
+        };
+        if fits {
+            return Ok(());
+        }
+        if best_sum.is_none_or(|b| sum > b.0) {
+            best_sum = Some((sum, nodes[0]));
+        }
+    }
+    let name = |b: Option<(u32, usize)>| -> (u32, String) {
+        match (b, level) {
+            (Some((v, n)), Some(l)) => (v, domain_name(inst, n, l)),
+            (Some((v, _)), None) => (v, String::new()),
+            (None, _) => (0, String::new()),
+        }
     };
-    if let Some(level) = job.within.or(if job.node_limit() == 1 && g > 0 {
-        Some(Locality::Node)
-    } else {
-        None
-    }) {
-        let (best_usable, _) = by_domain(&|n| usable(n), level);
-        if g > best_usable {
-            return fixed(format!(
-                "needs {g} {tw}GPUs within one {}; the largest {} has {best_usable} usable",
-                level.as_str(),
-                level.as_str()
-            ));
+    let best_sum = name(best_sum);
+    let best_per = name(best_per);
+    if let Some(l) = level {
+        if best_sum.0 < g {
+            return Err(Miss::Domain {
+                level: l,
+                best: best_sum.0,
+                name: best_sum.1,
+            });
         }
-        let (best_free, name) = by_domain(&|n| free[n], level);
-        if g > best_free {
+    }
+    match job.gpus_per_node {
+        Some(per) => Err(Miss::PerNode {
+            per,
+            need: g / per.max(1),
+            have: best_per.0,
+            domain: level
+                .filter(|l| *l != Locality::Node)
+                .map(|l| (l, best_per.1)),
+        }),
+        None => Err(Miss::MaxNodes {
+            limit: limit as u32,
+            best: best_top,
+        }),
+    }
+}
+
+/// The sentence for a miss; `word` is `usable` or `free`.
+fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (String, Binding) {
+    let g = job.gpus;
+    let tw = type_words(job);
+    match miss {
+        Miss::NoType => {
+            let mut types: Vec<&str> = inst.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+            types.sort_unstable();
+            types.dedup();
+            let wanted = job.gpu_types.clone().unwrap_or_default().join(" or ");
+            (
+                format!(
+                    "needs {wanted}; no node has {wanted} (GPU types here: {})",
+                    types.join(", ")
+                ),
+                Binding::GpuType,
+            )
+        }
+        Miss::Total { have } => (
+            if word == "usable" {
+                format!("needs {g} {tw}GPUs; the cluster has only {have} usable")
+            } else {
+                format!("needs {g} {tw}GPUs; {have} are free after this round")
+            },
+            Binding::Capacity,
+        ),
+        Miss::Domain { level, best, name } => {
             let at = if name.is_empty() {
                 String::new()
             } else {
                 format!(" ({name})")
             };
-            return waiting(format!(
-                "needs {g} {tw}GPUs within one {}; the most free in any {} is {best_free}{at}",
-                level.as_str(),
-                level.as_str()
-            ));
+            let l = level.as_str();
+            (
+                format!(
+                    "needs {g} {tw}GPUs within one {l}; the most {word} in any {l} is {best}{at}"
+                ),
+                Binding::Locality,
+            )
+        }
+        Miss::PerNode {
+            per,
+            need,
+            have,
+            domain,
+        } => {
+            let within = match domain {
+                Some((l, name)) if !name.is_empty() => {
+                    format!(
+                        " within one {}; the best {} ({name}) has {have}",
+                        l.as_str(),
+                        l.as_str()
+                    )
+                }
+                Some((l, _)) => format!(" within one {}; the best has {have}", l.as_str()),
+                None => format!(
+                    "; {have} {} that many",
+                    if *have == 1 { "has" } else { "have" }
+                ),
+            };
+            (
+                format!("needs {need} nodes with {per} {word} {tw}GPUs each{within}"),
+                Binding::GpusPerNode,
+            )
+        }
+        Miss::MaxNodes { limit, best } => {
+            let nodes = if *limit == 1 {
+                "one node has".to_string()
+            } else {
+                format!("{limit} nodes have")
+            };
+            (
+                format!("max_nodes {limit}, but no {nodes} {g} {word} {tw}GPUs (at most {best})"),
+                Binding::MaxNodes,
+            )
         }
     }
-    if let Some(per) = job.gpus_per_node {
-        let need = g / per.max(1);
-        let fit_usable = eligible.iter().filter(|&&n| usable(n) >= per).count() as u32;
-        if fit_usable < need {
-            return fixed(format!("needs {need} nodes with {per} {tw}GPUs each; only {fit_usable} nodes have {per} usable"));
-        }
-        let fit_free = eligible.iter().filter(|&&n| free[n] >= per).count() as u32;
-        if fit_free < need {
-            return waiting(format!(
-                "needs {need} nodes with {per} free {tw}GPUs each; {fit_free} have that many free"
-            ));
-        }
-    }
-    if let Some(m) = job.max_nodes {
-        let mut caps: Vec<u32> = eligible.iter().map(|&n| usable(n)).collect();
-        caps.sort_unstable_by(|a, b| b.cmp(a));
-        let best: u32 = caps.iter().take(m as usize).sum();
-        if best < g {
-            return fixed(format!(
-                "max_nodes {m}, but no {m} nodes hold {g} usable {tw}GPUs (at most {best})"
-            ));
-        }
-        let mut frees: Vec<u32> = eligible.iter().map(|&n| free[n]).collect();
-        frees.sort_unstable_by(|a, b| b.cmp(a));
-        let best: u32 = frees.iter().take(m as usize).sum();
-        if best < g {
-            return waiting(format!(
-                "max_nodes {m}, but no {m} nodes have {g} free {tw}GPUs (at most {best})"
-            ));
+}
+
+fn usable(inst: &Instance, n: usize) -> u32 {
+    inst.nodes[n].down.iter().filter(|d| !**d).count() as u32
+}
+
+/// Whole GPUs each listed job holds per node after the round (running: kept GPUs).
+fn holdings(holders: &[Vec<Holder>], running: bool) -> BTreeMap<usize, Vec<(usize, u32)>> {
+    let mut out: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
+    for (n, node) in holders.iter().enumerate() {
+        for h in node {
+            match (h, running) {
+                (Holder::Running(k), true) | (Holder::Placed(k), false) => {
+                    *out.entry(*k).or_default().entry(n).or_default() += 1
+                }
+                _ => {}
+            }
         }
     }
-    if let Some(q) = inst.tenants[job.tenant].quota {
-        if held[job.tenant] + job.gpu_equivalent() > q as f64 + 1e-9 {
-            return waiting(format!(
-                "tenant {} holds {} GPUs of its quota {q}; this job needs {} more",
-                inst.tenants[job.tenant].name,
-                held[job.tenant],
-                job.gpu_equivalent()
-            ));
+    out.into_iter()
+        .map(|(k, m)| (k, m.into_iter().collect()))
+        .collect()
+}
+
+/// Largest set [`minimal_set`] prunes member by member; a larger set is reported as found.
+const PRUNE_LIMIT: usize = 32;
+
+/// A set of `candidates` whose GPUs, added to `cap`, let the shape fit: the shortest prefix
+/// of the candidates taken largest first (found by bisection, fit being monotone in the
+/// prefix), then pruned so that no member can be dropped (when it has at most
+/// [`PRUNE_LIMIT`] members). `None` if even all of them do not.
+fn minimal_set(
+    inst: &Instance,
+    job: &PendingJob,
+    doms: &Domains,
+    cap: &[u32],
+    candidates: &[(usize, Vec<(usize, u32)>)],
+) -> Option<Vec<usize>> {
+    let with = |set: &[usize]| {
+        let mut c = cap.to_vec();
+        for &i in set {
+            for &(n, k) in &candidates[i].1 {
+                c[n] += k;
+            }
         }
+        fit(inst, job, doms, &c).is_ok()
+    };
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by_key(|&i| {
+        let gpus: u32 = candidates[i].1.iter().map(|x| x.1).sum();
+        (std::cmp::Reverse(gpus), i)
+    });
+    if !with(&order) {
+        return None;
     }
-    let free_total: u32 = eligible.iter().map(|&n| free[n]).sum();
-    if g > 0 && !job.is_sharer() && free_total < g {
-        let blockers = inst
-            .running
-            .iter()
-            .filter(|r| !r.preemptible || r.priority >= job.priority)
-            .count();
-        let hint = if blockers == inst.running.len() && !inst.running.is_empty() {
-            " and no running job it could preempt (lower priority and preemptible)"
+    // Shortest fitting prefix: fits(order[..hi]) holds, fits(order[..lo]) does not.
+    let (mut lo, mut hi) = (0usize, order.len());
+    if with(&[]) {
+        hi = 0;
+    }
+    while hi > lo + 1 {
+        let mid = (lo + hi) / 2;
+        if with(&order[..mid]) {
+            hi = mid;
         } else {
-            ""
-        };
-        return waiting(format!(
-            "needs {g} {tw}GPUs; {free_total} are free after this round{hint}"
-        ));
+            lo = mid;
+        }
     }
-    if (job.cpu_milli > 0 || job.memory_mib > 0)
-        && eligible.iter().all(|&n| {
-            inst.nodes[n]
-                .cpu_milli
-                .is_some_and(|c| c < job.cpu_milli / job.gpus.max(1) as u64)
-                || inst.nodes[n]
-                    .memory_mib
-                    .is_some_and(|m| m < job.memory_mib / job.gpus.max(1) as u64)
+    let mut set: Vec<usize> = order[..hi].to_vec();
+    if set.len() <= PRUNE_LIMIT {
+        // Drop every member the rest can do without, smallest first.
+        let mut i = set.len();
+        while i > 0 {
+            i -= 1;
+            let mut rest = set.clone();
+            rest.remove(i);
+            if with(&rest) {
+                set = rest;
+            }
+        }
+    }
+    set.sort_unstable();
+    Some(set)
+}
+
+fn where_text(inst: &Instance, on: &[(usize, u32)]) -> String {
+    on.iter()
+        .map(|&(n, k)| format!("{k} GPUs on {}", inst.nodes[n].name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if names.len() > SHOWN + 1 {
+        return format!(
+            "{} and {} more",
+            names[..SHOWN].join(", "),
+            names.len() - SHOWN
+        );
+    }
+    match names.len() {
+        0 => String::new(),
+        1 => names[0].clone(),
+        _ => format!(
+            "{} and {}",
+            names[..names.len() - 1].join(", "),
+            names[names.len() - 1]
+        ),
+    }
+}
+
+/// The reason pending job `j` waits after the round described by `after`.
+pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
+    let job = &inst.pending[j];
+    let fixed = |text: String, binding| Reason {
+        text,
+        resolvable: false,
+        binding,
+    };
+    let waiting = |text: String, binding| Reason {
+        text,
+        resolvable: true,
+        binding,
+    };
+    let tenant = &inst.tenants[job.tenant];
+    let need = job.gpu_equivalent();
+    if let Some(q) = tenant.quota {
+        if need > q as f64 + 1e-9 {
+            return fixed(
+                format!(
+                    "tenant {}'s quota is {q} GPUs; this job alone needs {}",
+                    tenant.name,
+                    fmt_gpus(need)
+                ),
+                Binding::Quota,
+            );
+        }
+    }
+    if job.gpus == 0 {
+        return cpu_only_reason(inst, after, job);
+    }
+    if job.is_sharer() {
+        return sharer_reason(inst, after, job);
+    }
+    let all: Vec<u32> = (0..inst.nodes.len()).map(|n| usable(inst, n)).collect();
+    let doms = Domains::new(inst, job);
+    if let Err(miss) = fit(inst, job, &doms, &all) {
+        let (text, b) = miss_text(inst, job, &miss, "usable");
+        return fixed(text, b);
+    }
+    if let Some(text) = resources_never_fit(inst, job) {
+        return fixed(text, Binding::Resources);
+    }
+    let quota_text = tenant.quota.and_then(|q| {
+        (after.held[job.tenant] + need > q as f64 + 1e-9).then(|| {
+            format!(
+                "tenant {} holds {} GPUs of its quota {q} after this round; this job needs {} more",
+                tenant.name,
+                fmt_gpus(after.held[job.tenant]),
+                fmt_gpus(need)
+            )
         })
-    {
-        return fixed(format!(
-            "needs {} cpu_milli and {} memory_mib; no eligible node has that much per GPU",
-            job.cpu_milli, job.memory_mib
-        ));
+    });
+    let free = after.free.clone();
+    let Err(miss) = fit(inst, job, &doms, &free) else {
+        if let Some(text) = quota_text {
+            return waiting(text, Binding::Quota);
+        }
+        let free_total: u32 = (0..inst.nodes.len())
+            .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+            .map(|n| free[n])
+            .sum();
+        return waiting(
+            format!(
+                "{free_total} {}GPUs are free after this round and its shape fits them, but no placement has room for its CPU or memory, or starting it would lower the round's objective (higher-value jobs, spread or fairness costs)",
+                type_words(job)
+            ),
+            Binding::Objective,
+        );
+    };
+    let (head, binding) = miss_text(inst, job, &miss, "free");
+    let head = match &quota_text {
+        Some(q) => format!("{head}; also, {q}"),
+        None => head,
+    };
+    // Running jobs this job may preempt, and the others.
+    let running = &after.running_holdings;
+    let may = |k: usize| {
+        let r = &inst.running[k];
+        inst.policy.preemption && r.preemptible && r.priority < job.priority
+    };
+    let allowed: Vec<(usize, Vec<(usize, u32)>)> = running
+        .iter()
+        .filter(|(k, _)| may(**k))
+        .map(|(k, v)| (*k, v.clone()))
+        .collect();
+    let mut cap = free.clone();
+    if let Some(set) = minimal_set(inst, job, &doms, &cap, &allowed) {
+        let names: Vec<String> = set
+            .iter()
+            .map(|&i| {
+                let (k, on) = &allowed[i];
+                format!("{} ({})", inst.running[*k].id, where_text(inst, on))
+            })
+            .collect();
+        return waiting(
+            format!(
+                "{head}; preempting {} would make room, but the round's objective judged it not worth the cost",
+                list(&names)
+            ),
+            binding,
+        );
     }
-    waiting(format!(
-        "{free_total} {tw}GPUs are free after this round, but no placement fits its shape, CPU or memory, or starting it would lower the round's objective (higher-value jobs, spread or fairness costs)"
-    ))
+    for (_, on) in &allowed {
+        for &(n, k) in on {
+            cap[n] += k;
+        }
+    }
+    let others: Vec<(usize, Vec<(usize, u32)>)> = running
+        .iter()
+        .filter(|(k, _)| !may(**k))
+        .map(|(k, v)| (*k, v.clone()))
+        .collect();
+    if let Some(set) = minimal_set(inst, job, &doms, &cap, &others) {
+        let names: Vec<String> = set
+            .iter()
+            .map(|&i| {
+                let (k, on) = &others[i];
+                let r = &inst.running[*k];
+                let why = if !r.preemptible {
+                    "not preemptible".to_string()
+                } else if !inst.policy.preemption {
+                    "not preemptible this round (policy.preemption is off)".to_string()
+                } else {
+                    format!("priority {} is not below its {}", r.priority, job.priority)
+                };
+                format!("{} ({}; {why})", r.id, where_text(inst, on))
+            })
+            .collect();
+        let verb = if allowed.is_empty() {
+            "would need to preempt"
+        } else {
+            "even with preemption, would need to preempt"
+        };
+        return waiting(
+            format!("{head}; {verb} {}", list(&names)),
+            Binding::Preemption,
+        );
+    }
+    for (_, on) in &others {
+        for &(n, k) in on {
+            cap[n] += k;
+        }
+    }
+    let placed: Vec<(usize, Vec<(usize, u32)>)> = after
+        .placed_holdings
+        .iter()
+        .map(|(k, v)| (*k, v.clone()))
+        .collect();
+    if let Some(set) = minimal_set(inst, job, &doms, &cap, &placed) {
+        let names: Vec<String> = set
+            .iter()
+            .map(|&i| inst.pending[placed[i].0].id.clone())
+            .collect();
+        let blocked = if others.is_empty() {
+            String::new()
+        } else {
+            " and running jobs it may not preempt".to_string()
+        };
+        return waiting(
+            format!(
+                "{head}; the GPUs it needs went to {} (started this round, worth more to the round's objective){blocked}",
+                list(&names)
+            ),
+            Binding::Competition,
+        );
+    }
+    waiting(head, binding)
+}
+
+fn fmt_gpus(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 {
+        format!("{}", x.round() as i64)
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Whether no node could ever hold the job's CPU or memory share (per node it may use).
+fn resources_never_fit(inst: &Instance, job: &PendingJob) -> Option<String> {
+    if job.cpu_milli == 0 && job.memory_mib == 0 {
+        return None;
+    }
+    // The smallest share a node can carry: gpus_per_node GPUs, or one GPU.
+    let on = job
+        .gpus_per_node
+        .unwrap_or(if job.node_limit() == 1 { job.gpus } else { 1 });
+    let cpu = resource_share(job.cpu_milli, on, job.gpus);
+    let mem = resource_share(job.memory_mib, on, job.gpus);
+    let ok = (0..inst.nodes.len())
+        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .any(|n| {
+            inst.nodes[n].cpu_milli.is_none_or(|c| c >= cpu)
+                && inst.nodes[n].memory_mib.is_none_or(|m| m >= mem)
+        });
+    (!ok).then(|| {
+        format!(
+            "needs at least {cpu} cpu_milli and {mem} memory_mib on each node it uses; no {}node has that much",
+            type_words(job)
+        )
+    })
+}
+
+fn cpu_only_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reason {
+    let fits = |cpu: Option<i64>, mem: Option<i64>| {
+        cpu.is_none_or(|c| c >= job.cpu_milli as i64)
+            && mem.is_none_or(|m| m >= job.memory_mib as i64)
+    };
+    let ever = inst.nodes.iter().any(|n| {
+        fits(
+            n.cpu_milli.map(|c| c as i64),
+            n.memory_mib.map(|m| m as i64),
+        )
+    });
+    if !ever {
+        return Reason {
+            text: format!(
+                "needs {} cpu_milli and {} memory_mib on one node; no node has that much",
+                job.cpu_milli, job.memory_mib
+            ),
+            resolvable: false,
+            binding: Binding::Resources,
+        };
+    }
+    let now = (0..inst.nodes.len()).any(|n| fits(after.cpu_free[n], after.mem_free[n]));
+    let best_cpu = after.cpu_free.iter().flatten().max().copied();
+    Reason {
+        text: if now {
+            "a node has room for its CPU and memory, but starting it would lower the round's objective".to_string()
+        } else {
+            format!(
+                "needs {} cpu_milli and {} memory_mib on one node; no node has that much left after this round (most CPU left: {})",
+                job.cpu_milli,
+                job.memory_mib,
+                best_cpu.map_or("unlimited".to_string(), |c| c.to_string())
+            )
+        },
+        resolvable: true,
+        binding: if now {
+            Binding::Objective
+        } else {
+            Binding::Resources
+        },
+    }
+}
+
+fn sharer_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reason {
+    let mj = job.gpu_milli.unwrap_or(0);
+    let eligible: Vec<usize> = (0..inst.nodes.len())
+        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .collect();
+    if eligible.is_empty() {
+        let (text, binding) = miss_text(inst, job, &Miss::NoType, "usable");
+        return Reason {
+            text,
+            resolvable: false,
+            binding,
+        };
+    }
+    if eligible.iter().all(|&n| usable(inst, n) == 0) {
+        return Reason {
+            text: format!("needs one {}GPU; every one is down", type_words(job)),
+            resolvable: false,
+            binding: Binding::Capacity,
+        };
+    }
+    let free: u32 = eligible.iter().map(|&n| after.free[n]).sum();
+    let room = after
+        .share_room
+        .iter()
+        .filter(|(n, _, _)| eligible.contains(n))
+        .map(|x| x.2)
+        .max()
+        .unwrap_or(0);
+    if free > 0 || room >= mj {
+        return Reason {
+            text: format!(
+                "a {}GPU has room for its {mj} milli, but starting it would lower the round's objective",
+                type_words(job)
+            ),
+            resolvable: true,
+            binding: Binding::Objective,
+        };
+    }
+    Reason {
+        text: format!(
+            "needs {mj} milli of one {}GPU; no GPU is free after this round and the most room on a shared one is {room} milli",
+            type_words(job)
+        ),
+        resolvable: true,
+        binding: Binding::Sharing,
+    }
 }

@@ -1,11 +1,10 @@
 //! Assignment -> plan: names instead of indices, a reason for every pending job and every
 //! preemption, metrics.
 
-use super::reasons::{free_after, reason};
+use super::reasons::{reason, AfterRound};
 use super::types::*;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
-use crate::objective::held_after;
 use crate::state::ClusterState;
 
 /// Render an assignment. `solver` is filled by the caller.
@@ -55,8 +54,7 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
             }
         })
         .collect();
-    let free = free_after(inst, &before, a);
-    let held = held_after(inst, a);
+    let after = AfterRound::new(inst, &before, a);
     // Jobs of one shape and tenant wait for the same reason: compute it once per shape.
     let mut seen: std::collections::BTreeMap<_, super::reasons::Reason> =
         std::collections::BTreeMap::new();
@@ -78,24 +76,17 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
             );
             let r = seen
                 .entry(key)
-                .or_insert_with(|| reason(inst, j, &free, &held))
+                .or_insert_with(|| reason(inst, &after, j))
                 .clone();
             PendingEntry {
                 job: inst.pending[j].id.clone(),
+                kind: Some(r.kind().to_string()),
                 reason: r.text,
-                kind: Some(
-                    if r.resolvable {
-                        "unschedulable"
-                    } else {
-                        "unresolvable"
-                    }
-                    .to_string(),
-                ),
             }
         })
         .collect();
     let usable = inst.gpus_usable();
-    let free_after_total: u32 = free.iter().sum();
+    let free_after_total: u32 = after.free.iter().sum();
     let down = inst.gpus_total() - usable;
     let busy_after = {
         // Busy = usable GPUs not free whole after the round (shared GPUs count busy).
