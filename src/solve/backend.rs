@@ -131,6 +131,15 @@ impl MipBackend for Highs {
             // A start HiGHS rejects is only a lost hint; the solve goes on without it.
             let _ = hm.try_set_solution(Some(start), None, None, None);
         }
+        if hm.num_cols() == 0 {
+            // Nothing to decide (no job can go anywhere, nothing to preempt): the empty
+            // solution is optimal and its objective is the model's constant.
+            return Ok(BackendResult {
+                columns: Vec::new(),
+                status: BackendStatus::Optimal,
+                dual_bound: Some(0.0),
+            });
+        }
         let solved = hm
             .try_solve()
             .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
