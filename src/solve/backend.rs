@@ -153,14 +153,6 @@ impl MipBackend for Highs {
             | S::ReachedMemoryLimit
             | S::ObjectiveBound
             | S::ObjectiveTarget => BackendStatus::LimitWithIncumbent,
-            // Nothing to decide (no columns): the only plan is the start, and it is optimal.
-            S::ModelEmpty => {
-                return Ok(BackendResult {
-                    columns: Vec::new(),
-                    status: BackendStatus::Optimal,
-                    dual_bound: Some(0.0),
-                })
-            }
             other => return Err(Error::Solver(format!("HiGHS ended with status {other:?}"))),
         };
         if solved.primal_solution_status() != HighsSolutionStatus::Feasible {
