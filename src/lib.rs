@@ -47,6 +47,7 @@ pub mod objective;
 pub mod plan;
 pub mod round;
 pub mod round_state;
+pub mod sim;
 pub mod solve;
 pub mod state;
 pub mod topology;

@@ -2,7 +2,9 @@
 //! this edge only. Every error maps to a documented exit code; panics are caught and reported
 //! as internal failures.
 
+mod compare_cmd;
 mod gen_cmd;
+mod simulate_cmd;
 mod solve_cmd;
 mod validate_cmd;
 
@@ -57,6 +59,10 @@ enum Command {
     Validate(validate_cmd::ValidateArgs),
     /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
     Gen(gen_cmd::GenArgs),
+    /// Replay a cluster trace under one planner and write a metrics report.
+    Simulate(simulate_cmd::SimulateArgs),
+    /// Run several planners on the same trace; markdown table, CSV and SVG plots.
+    Compare(compare_cmd::CompareArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -110,6 +116,8 @@ pub fn run() -> i32 {
         Command::Solve(a) => solve_cmd::run(a),
         Command::Validate(a) => validate_cmd::run(a),
         Command::Gen(a) => gen_cmd::run(a),
+        Command::Simulate(a) => simulate_cmd::run(a),
+        Command::Compare(a) => compare_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,
