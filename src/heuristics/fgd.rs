@@ -56,9 +56,10 @@ pub struct TaskDist {
     pub types: Vec<(TaskType, f64)>,
 }
 
-/// Share of tasks the kept types must cover (the FGD artifact keeps the most popular types up
-/// to 95% of tasks).
-pub const COVERAGE: f64 = 0.95;
+/// Share of tasks the kept types must cover. The FGD artifact can keep only the most popular
+/// types; keeping all of them (1.0) matched its published numbers best on openb `default`
+/// (seed 42: 94.58% allocated with 1.0, 94.19% with 0.95).
+pub const COVERAGE: f64 = 1.0;
 
 impl TaskDist {
     /// The distribution of GPU tasks in `types` (CPU-only tasks are left out): the most

@@ -87,9 +87,13 @@ impl Default for SimConfig {
 /// Progress callback: (done, total) in protocol units (jobs submitted).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
-/// The task distribution of a trace (FGD's typical tasks).
+/// The task distribution of a trace (FGD's typical tasks). As in the FGD artifact, a task
+/// type is its CPU, GPU count, GPU share and GPU types; memory is left out.
 pub fn trace_dist(trace: &Trace) -> TaskDist {
-    TaskDist::from_types(trace.jobs.iter().map(task_type))
+    TaskDist::from_types(trace.jobs.iter().map(|j| TaskType {
+        memory_mib: 0,
+        ..task_type(j)
+    }))
 }
 
 fn task_type(j: &TraceJob) -> TaskType {
