@@ -12,7 +12,7 @@ use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::{choose_indices, Topology};
+use crate::topology::Topology;
 
 /// One way to place a job on one node: the node and the GPU indices (empty for CPU-only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,10 +23,10 @@ pub struct NodeOption {
     pub gpus: Vec<u32>,
 }
 
-/// Milli free on GPU g of node n for work of priority `prio` (1000 when free, the unshared
-/// rest when shared, 0 when held whole or down).
+/// Milli free on GPU g of node n for work of priority `prio` (1000 when free or freed by a
+/// preemption this round, the unshared rest when shared, 0 when held whole or down).
 pub fn gpu_free_milli(state: &RoundState, n: NodeIx, g: u32, prio: i64) -> u32 {
-    if state.whole_gpu(n, g, prio) == Some(true) {
+    if state.whole_gpu(n, g, prio).is_some() {
         return 1000;
     }
     state.shareable_milli(n, g, prio).unwrap_or(0)
@@ -41,7 +41,8 @@ pub fn node_free_milli(state: &RoundState, n: NodeIx, prio: i64) -> u32 {
 
 /// Every feasible single-node placement of pending job j, by node then GPU. A whole-GPU job
 /// gets one option per node (indices chosen inside NVLink islands); a sharer one option per
-/// GPU with room; a CPU-only job one option per node with room.
+/// GPU with room; a CPU-only job one option per node with room. GPUs freed by a preemption
+/// this round count as free (free ones are used first).
 pub fn single_node_options(state: &RoundState, j: usize) -> Vec<NodeOption> {
     let inst = state.inst;
     let job = &inst.pending[j];
@@ -77,12 +78,15 @@ pub fn single_node_options(state: &RoundState, j: usize) -> Vec<NodeOption> {
                 }
             }
         } else if fits_one_node && node.gpus >= job.gpus {
-            let free: Vec<u32> = (0..node.gpus)
-                .filter(|&g| state.whole_gpu(n, g, job.priority) == Some(true))
-                .collect();
-            if free.len() as u32 >= job.gpus && state.fits_resources(n, job, job.gpus) {
-                if let Some(idx) = choose_indices(node, &free, job.gpus) {
-                    out.push(NodeOption { node: n, gpus: idx });
+            let allowed = state.allowed_whole(n, job.priority);
+            if allowed.len() as u32 >= job.gpus && state.fits_resources(n, job, job.gpus) {
+                if let Some(set) = state.pick_indices(j, &[(n, job.gpus)]) {
+                    if let Some(idx) = set.get(&n) {
+                        out.push(NodeOption {
+                            node: n,
+                            gpus: idx.clone(),
+                        });
+                    }
                 }
             }
         }
