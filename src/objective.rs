@@ -128,12 +128,7 @@ pub fn evaluate(inst: &Instance, topo: &Topology, a: &Assignment) -> ObjectiveTe
         t.value += job_value(inst, job);
         if job.gpus > 1 {
             let span = topo.span(inst, gpus);
-            let min = topo.min_units(
-                inst,
-                |n| job.accepts_type(&inst.nodes[n].gpu_type),
-                job.gpus,
-                job.gpus_per_node,
-            );
+            let min = topo.min_units(inst, job);
             t.spread += spread_penalty(&span, min, job.gpus, &job.slowdown, w.spread);
         }
     }

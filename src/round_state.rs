@@ -1,7 +1,9 @@
 //! Working state of a round while a planner builds its [`Assignment`]: which GPUs are taken,
 //! which running jobs are preempted (their GPUs usable only by strictly higher-priority work),
-//! CPU and memory left, GPUs each tenant holds. Cloning it is a transaction: a gang is tried
-//! on a copy and committed whole, or the copy is dropped.
+//! CPU and memory left, GPUs each tenant holds. Per-node counts make the questions a planner
+//! asks for every node (how many GPUs may this job take here, is the node in use) O(1). A gang
+//! is placed as a transaction: its placement is found first and committed whole, and trial
+//! preemptions are undone exactly ([`RoundState::unpreempt`]) when the gang does not fit.
 
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx, PendingJob};
@@ -27,6 +29,21 @@ pub struct RoundState<'a> {
     pub mem_free: Vec<Option<i64>>,
     /// GPUs held per tenant.
     pub held: Vec<f64>,
+    /// Free whole GPUs per node (free before the round and not taken since).
+    pub free: Vec<u32>,
+    /// GPUs of preempted whole-GPU jobs not taken yet, per node, with the victim's priority.
+    pub freed: Vec<Vec<(u32, i64)>>,
+    /// Busy usable GPUs per node (held by kept running jobs, shared, or taken this round).
+    pub busy: Vec<u32>,
+    /// GPUs shared before the round or opened for sharing in it.
+    pub shared: std::collections::BTreeSet<(NodeIx, u32)>,
+    /// GPU type id of each node (index into the sorted distinct type names).
+    pub node_type: Vec<usize>,
+    /// Per type id: nodes keyed by (not in use, free GPUs, node): best-fit lookups in O(log n).
+    pub by_free: Vec<std::collections::BTreeSet<(bool, u32, NodeIx)>>,
+    /// Nodes holding GPUs freed by preemption and not yet taken.
+    pub freed_nodes: std::collections::BTreeSet<NodeIx>,
+    index_key: Vec<(bool, u32)>,
     /// The decisions so far.
     pub assignment: Assignment,
 }
@@ -38,7 +55,55 @@ impl<'a> RoundState<'a> {
         for r in &inst.running {
             held[r.tenant] += r.gpu_equivalent();
         }
+        let free = (0..inst.nodes.len())
+            .map(|n| before.free_count(n))
+            .collect();
+        let busy = before
+            .gpus
+            .iter()
+            .map(|gs| {
+                gs.iter()
+                    .filter(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }))
+                    .count() as u32
+            })
+            .collect();
+        let shared = before
+            .gpus
+            .iter()
+            .enumerate()
+            .flat_map(|(n, gs)| {
+                gs.iter()
+                    .enumerate()
+                    .filter(|(_, u)| matches!(u, GpuUse::Shared { .. }))
+                    .map(move |(g, _)| (n, g as u32))
+            })
+            .collect();
+        let mut types: Vec<&str> = inst.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        let node_type: Vec<usize> = inst
+            .nodes
+            .iter()
+            .map(|n| types.binary_search(&n.gpu_type.as_str()).unwrap_or(0))
+            .collect();
+        let free: Vec<u32> = free;
+        let busy: Vec<u32> = busy;
+        let mut by_free = vec![std::collections::BTreeSet::new(); types.len()];
+        let index_key: Vec<(bool, u32)> = (0..inst.nodes.len())
+            .map(|n| (busy[n] == 0, free[n]))
+            .collect();
+        for n in 0..inst.nodes.len() {
+            by_free[node_type[n]].insert((index_key[n].0, index_key[n].1, n));
+        }
         RoundState {
+            node_type,
+            by_free,
+            freed_nodes: Default::default(),
+            index_key,
+            shared,
+            free,
+            freed: vec![Vec::new(); inst.nodes.len()],
+            busy,
             inst,
             before,
             taken: inst
@@ -89,6 +154,28 @@ impl<'a> RoundState<'a> {
         free
     }
 
+    /// Re-file node n in the best-fit index after its counts changed.
+    fn reindex(&mut self, n: NodeIx) {
+        let key = (self.busy[n] == 0, self.free[n]);
+        let old = self.index_key[n];
+        if old != key {
+            let t = self.node_type[n];
+            self.by_free[t].remove(&(old.0, old.1, n));
+            self.by_free[t].insert((key.0, key.1, n));
+            self.index_key[n] = key;
+        }
+        if self.freed[n].is_empty() {
+            self.freed_nodes.remove(&n);
+        } else {
+            self.freed_nodes.insert(n);
+        }
+    }
+
+    /// How many whole GPUs of node n a job of priority `prio` may take (O(1) but for freed GPUs).
+    pub fn avail_count(&self, n: NodeIx, prio: i64) -> u32 {
+        self.free[n] + self.freed[n].iter().filter(|(_, p)| *p < prio).count() as u32
+    }
+
     /// Milli still free on GPU (n, g) for a sharer of priority `prio`, if it may share it.
     pub fn shareable_milli(&self, n: NodeIx, g: u32, prio: i64) -> Option<u32> {
         if self.taken[n][g as usize].is_some() {
@@ -117,16 +204,7 @@ impl<'a> RoundState<'a> {
 
     /// Whether node n is in use (something running or started on it).
     pub fn node_in_use(&self, n: NodeIx) -> bool {
-        (0..self.inst.nodes[n].gpus).any(|g| {
-            let g = g as usize;
-            self.taken[n][g].is_some()
-                || self.shared_added[n][g] > 0
-                || match &self.before.gpus[n][g] {
-                    GpuUse::Whole(k) => !self.preempted[*k],
-                    GpuUse::Shared { jobs, .. } => jobs.iter().any(|&k| !self.preempted[k]),
-                    _ => false,
-                }
-        })
+        self.busy[n] > 0
     }
 
     /// Whether the node has CPU and memory for `on_node` GPUs of the job.
@@ -150,20 +228,52 @@ impl<'a> RoundState<'a> {
             return;
         }
         self.preempted[k] = true;
-        let r = &self.inst.running[k];
-        self.held[r.tenant] -= r.gpu_equivalent();
+        self.adjust_for_victim(k, 1);
+        self.assignment.preempted.push(k);
+        self.assignment.preempted.sort_unstable();
+    }
+
+    /// Undo a preemption whose GPUs nothing has taken yet.
+    pub fn unpreempt(&mut self, k: usize) {
+        if !self.preempted[k] {
+            return;
+        }
+        self.preempted[k] = false;
+        self.adjust_for_victim(k, -1);
+        self.assignment.preempted.retain(|&v| v != k);
+    }
+
+    fn adjust_for_victim(&mut self, k: usize, sign: i64) {
+        let inst = self.inst;
+        let r = &inst.running[k];
+        self.held[r.tenant] -= sign as f64 * r.gpu_equivalent();
         let total = r.gpu_count();
         for (n, idx) in &r.gpus {
             let on = idx.len() as u32;
             if let Some(c) = self.cpu_free[*n].as_mut() {
-                *c += resource_share(r.cpu_milli, on, total) as i64;
+                *c += sign * resource_share(r.cpu_milli, on, total) as i64;
             }
             if let Some(m) = self.mem_free[*n].as_mut() {
-                *m += resource_share(r.memory_mib, on, total) as i64;
+                *m += sign * resource_share(r.memory_mib, on, total) as i64;
             }
+            if r.gpu_milli.is_some() {
+                continue;
+            }
+            let node = *n;
+            for &g in idx {
+                if self.before.gpus[*n][g as usize] != GpuUse::Whole(k) {
+                    continue;
+                }
+                if sign > 0 {
+                    self.freed[*n].push((g, r.priority));
+                    self.busy[*n] -= 1;
+                } else {
+                    self.freed[*n].retain(|&(x, _)| x != g);
+                    self.busy[*n] += 1;
+                }
+            }
+            self.reindex(node);
         }
-        self.assignment.preempted.push(k);
-        self.assignment.preempted.sort_unstable();
     }
 
     /// Commit a placement of pending job `j` on exactly these GPUs.
@@ -171,11 +281,26 @@ impl<'a> RoundState<'a> {
         let job = &self.inst.pending[j];
         for (&n, idx) in &gpus {
             for &g in idx {
+                let gi = g as usize;
+                let was_free = self.before.gpus[n][gi] == GpuUse::Free
+                    && self.shared_added[n][gi] == 0
+                    && self.taken[n][gi].is_none();
+                if was_free {
+                    self.free[n] -= 1;
+                    self.busy[n] += 1;
+                } else if job.gpu_milli.is_none() {
+                    self.freed[n].retain(|&(x, _)| x != g);
+                    self.busy[n] += 1;
+                }
                 match job.gpu_milli {
-                    Some(m) => self.shared_added[n][g as usize] += m,
-                    None => self.taken[n][g as usize] = Some(j),
+                    Some(m) => {
+                        self.shared_added[n][gi] += m;
+                        self.shared.insert((n, g));
+                    }
+                    None => self.taken[n][gi] = Some(j),
                 }
             }
+            self.reindex(n);
             let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
             if let Some(c) = self.cpu_free[n].as_mut() {
                 *c -= resource_share(job.cpu_milli, on, job.gpus) as i64;

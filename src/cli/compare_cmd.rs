@@ -93,7 +93,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Failure> {
                 ..base.clone()
             };
             let label = format!("{} seed {seed}", name.as_str());
-            let r = run_one(&trace, *name, &cfg, &label)?;
+            let r = run_one(&trace, *name, &cfg, a.t.formulation, &label)?;
             let json = serde_json::to_string_pretty(&r)
                 .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
             let file = a

@@ -2,6 +2,7 @@
 //! this edge only. Every error maps to a documented exit code; panics are caught and reported
 //! as internal failures.
 
+mod bench_cmd;
 mod compare_cmd;
 mod gen_cmd;
 mod simulate_cmd;
@@ -63,6 +64,8 @@ enum Command {
     Simulate(simulate_cmd::SimulateArgs),
     /// Run several planners on the same trace; markdown table, CSV and SVG plots.
     Compare(compare_cmd::CompareArgs),
+    /// Time whole rounds at 1k / 10k / 100k GPUs and print objective, bound, gap and ratios.
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -118,6 +121,7 @@ pub fn run() -> i32 {
         Command::Gen(a) => gen_cmd::run(a),
         Command::Simulate(a) => simulate_cmd::run(a),
         Command::Compare(a) => compare_cmd::run(a),
+        Command::Bench(a) => bench_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,

@@ -7,6 +7,7 @@ use gangplan::sim::engine::{simulate, trace_dist, Protocol, SimConfig};
 use gangplan::sim::planners::{PlannerName, RoundPlanner, NAMES};
 use gangplan::sim::trace::{self, Trace};
 use gangplan::sim::Report;
+use gangplan::solve::Formulation;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -31,6 +32,17 @@ pub enum ProtocolArg {
     Replay,
     /// FGD's protocol: shuffled arrivals that never depart until --load x capacity is asked.
     Fill,
+}
+
+/// ILP formulation on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormulationArg {
+    /// Per-node for small rounds, aggregated for large ones.
+    Auto,
+    /// The exact per-node model.
+    PerNode,
+    /// The aggregated model.
+    Aggregated,
 }
 
 /// Where the trace comes from and how it is replayed.
@@ -79,6 +91,10 @@ pub struct TraceArgs {
     /// ILP: time limit per round, seconds (the greedy plan is used when it runs out).
     #[arg(long, value_name = "S", default_value_t = 2.0)]
     pub round_time_limit: f64,
+    /// ILP formulation: auto (per-node for small rounds, aggregated for large), per-node,
+    /// aggregated.
+    #[arg(long, value_enum, default_value_t = FormulationArg::Auto)]
+    pub formulation: FormulationArg,
     /// replay: stop after this many planning rounds.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rounds: u64,
@@ -228,11 +244,18 @@ pub fn run_one(
     trace: &Trace,
     name: PlannerName,
     cfg: &SimConfig,
+    formulation: FormulationArg,
     label: &str,
 ) -> Result<Report, Failure> {
     let lib = ModelLibrary::builtin();
     let dist = trace_dist(trace);
-    let planner = RoundPlanner::new(name, &dist, cfg.seed, cfg.round_time_limit);
+    let f = match formulation {
+        FormulationArg::Auto => Formulation::Auto,
+        FormulationArg::PerNode => Formulation::PerNode,
+        FormulationArg::Aggregated => Formulation::Aggregated,
+    };
+    let planner =
+        RoundPlanner::new(name, &dist, cfg.seed, cfg.round_time_limit).with_formulation(f);
     let pb = progress_bar(label);
     let mut cb = |done: u64, total: u64| {
         pb.set_length(total);
@@ -248,7 +271,7 @@ pub fn run(a: SimulateArgs) -> Result<i32, Failure> {
     let name = planner_name(&a.planner)?;
     let cfg = config(&a.t)?;
     let trace = load_trace(&a.t)?;
-    let report = run_one(&trace, name, &cfg, name.as_str())?;
+    let report = run_one(&trace, name, &cfg, a.t.formulation, name.as_str())?;
     let json = serde_json::to_string_pretty(&report)
         .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
     match &a.report {

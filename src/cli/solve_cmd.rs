@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
 use gangplan::plan::{render_plan, validate_plan, Plan, SolverInfo};
-use gangplan::solve::{solve, PlannerKind, SolveOptions};
+use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
 use gangplan::topology::Topology;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +27,17 @@ pub enum PlannerArg {
     Ilp,
     /// The topology-aware greedy bin-packer alone.
     Greedy,
+}
+
+/// MIP formulation on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormulationArg {
+    /// Per-node for small rounds, aggregated for large ones.
+    Auto,
+    /// The exact per-node model.
+    PerNode,
+    /// The aggregated model (size independent of the node count) with a best-fit second stage.
+    Aggregated,
 }
 
 /// Plan one round.
@@ -52,6 +63,10 @@ pub struct SolveArgs {
     /// Folder with hardware/ and workloads/ model files, added to the shipped ones.
     #[arg(long, value_name = "DIR")]
     pub models: Option<PathBuf>,
+    /// MIP formulation: `auto` picks the exact per-node model for rounds whose (job, node)
+    /// columns stay under 20,000 and the aggregated model above.
+    #[arg(long, value_enum, default_value_t = FormulationArg::Auto)]
+    pub formulation: FormulationArg,
     /// Also write the MIP as .mps or .lp (by extension) to reproduce the solve elsewhere.
     #[arg(long, value_name = "FILE")]
     pub write_model: Option<PathBuf>,
@@ -106,11 +121,17 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
         PlannerArg::Greedy => PlannerKind::Greedy,
     };
     let deadline = started + Duration::from_secs_f64(inst.policy.time_limit);
+    let formulation = match a.formulation {
+        FormulationArg::Auto => Formulation::Auto,
+        FormulationArg::PerNode => Formulation::PerNode,
+        FormulationArg::Aggregated => Formulation::Aggregated,
+    };
     let opts = SolveOptions {
         planner,
         deadline,
         mip_gap: inst.policy.mip_gap,
         write_model: a.write_model.clone(),
+        formulation,
     };
     let inst = Arc::new(inst);
     let topo = Arc::new(Topology::new(&inst));

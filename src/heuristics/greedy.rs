@@ -12,10 +12,11 @@
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, PendingJob};
-use crate::objective::{evaluate, job_value, value_per_gpu, victim_cost};
+use crate::objective::{evaluate, fair_shares, job_value, value_per_gpu, victim_cost};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::{spread_penalty, Topology};
+use crate::topology::{spread_penalty, Level, Topology};
+use std::collections::BTreeMap;
 
 /// Most preemption victims tried for one job.
 const MAX_VICTIMS_TRIED: usize = 64;
@@ -29,24 +30,48 @@ impl Planner for Greedy {
         "greedy"
     }
 
-    /// The best, by the objective, of a small portfolio of passes: three job orders times
-    /// three preemption margins (ties go to the earlier pass, so the result is deterministic).
     fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
-        let mut best: Option<(f64, Assignment)> = None;
-        for order in [Order::ValuePerGpu, Order::Value, Order::Size] {
-            for margin in [Some(0.0), Some(0.5), None] {
-                if margin.is_some() && !inst.policy.preemption {
-                    continue;
-                }
-                let a = greedy_pass(inst, topo, order, margin);
-                let obj = evaluate(inst, topo, &a).total();
-                if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
-                    best = Some((obj, a));
-                }
+        portfolio(inst, topo, None)
+    }
+}
+
+/// The best, by the objective, of a small portfolio of passes: value per GPU with preemption
+/// margins 0 and 0.5 and without preemption, then total value and size orders without
+/// preemption (ties go to the earlier pass). The first pass always runs; with a `deadline`,
+/// a further pass starts only while the time the previous one took still fits before it (so
+/// under time pressure fewer passes run; without one the result is a function of the input).
+pub fn portfolio(
+    inst: &Instance,
+    topo: &Topology,
+    deadline: Option<std::time::Instant>,
+) -> Assignment {
+    let passes = [
+        (Order::ValuePerGpu, Some(0.0)),
+        (Order::ValuePerGpu, None),
+        (Order::ValuePerGpu, Some(0.5)),
+        (Order::Value, None),
+        (Order::Size, None),
+    ];
+    let mut best: Option<(f64, Assignment)> = None;
+    let mut last = std::time::Duration::ZERO;
+    for (order, margin) in passes {
+        if margin.is_some() && !inst.policy.preemption {
+            continue;
+        }
+        if let (Some(d), Some(_)) = (deadline, &best) {
+            if std::time::Instant::now() + last * 2 > d {
+                break;
             }
         }
-        best.map(|(_, a)| a).unwrap_or_default()
+        let started = std::time::Instant::now();
+        let a = greedy_pass(inst, topo, order, margin);
+        let obj = evaluate(inst, topo, &a).total();
+        last = started.elapsed();
+        if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
+            best = Some((obj, a));
+        }
     }
+    best.map(|(_, a)| a).unwrap_or_default()
 }
 
 /// The order in which a pass considers jobs.
@@ -70,8 +95,97 @@ pub fn greedy_pass(
 ) -> Assignment {
     let before = ClusterState::new(inst);
     let mut state = RoundState::new(inst, &before);
-    for j in greedy_order(inst, order) {
-        place_job(&mut state, topo, j, preempt_margin);
+    let sequence = greedy_order(inst, order);
+    let victims = victims_by_cost(inst);
+    let mut memo = FailureMemo::default();
+    if order != Order::ValuePerGpu || inst.policy.weights.fairness == 0.0 {
+        for j in sequence {
+            memo.place(&mut state, topo, j, preempt_margin, &victims);
+        }
+        return state.assignment;
+    }
+    // Value per GPU plus the fairness credit a job earns while its tenant is below its fair
+    // share: the head of each tenant's queue competes, best first, earlier in order on ties.
+    let fair = fair_shares(inst);
+    let per: Vec<f64> = inst
+        .pending
+        .iter()
+        .map(|j| value_per_gpu(inst, j))
+        .collect();
+    let mut queues: Vec<std::collections::VecDeque<(usize, usize)>> =
+        vec![Default::default(); inst.tenants.len()];
+    for (rank, &j) in sequence.iter().enumerate() {
+        queues[inst.pending[j].tenant].push_back((rank, j));
+    }
+    loop {
+        let mut best: Option<(f64, usize, usize)> = None;
+        for (t, q) in queues.iter().enumerate() {
+            let Some(&(rank, j)) = q.front() else {
+                continue;
+            };
+            let eq = inst.pending[j].gpu_equivalent().max(1e-9);
+            let room = ((fair[t] - state.held[t]) / eq).clamp(0.0, 1.0);
+            let key = per[j] + inst.policy.weights.fairness * room;
+            if best.is_none_or(|(bk, br, _)| {
+                key > bk + 1e-12 || ((key - bk).abs() <= 1e-12 && rank < br)
+            }) {
+                best = Some((key, rank, t));
+            }
+        }
+        let Some((_, _, t)) = best else { break };
+        let (_, j) = queues[t].pop_front().expect("a non-empty queue");
+        memo.place(&mut state, topo, j, preempt_margin, &victims);
+    }
+    state.assignment
+}
+
+/// A pass over jobs in a given sequence (no fairness interleaving): the second stage of the
+/// aggregated model, which puts the jobs it chose first.
+///
+/// `preempted_first` are preempted before any job is placed (the aggregated model's victims);
+/// those whose GPUs, CPU and memory nothing ended up needing are released again at the end.
+pub fn greedy_sequence(
+    inst: &Instance,
+    topo: &Topology,
+    sequence: &[usize],
+    preempt_margin: Option<f64>,
+    preempted_first: &[usize],
+) -> Assignment {
+    let before = ClusterState::new(inst);
+    let mut state = RoundState::new(inst, &before);
+    for &k in preempted_first {
+        state.preempt(k);
+    }
+    let victims = victims_by_cost(inst);
+    let mut memo = FailureMemo::default();
+    for &j in sequence {
+        memo.place(&mut state, topo, j, preempt_margin, &victims);
+    }
+    for &k in preempted_first {
+        let r = &inst.running[k];
+        let untouched = r.gpus.iter().all(|(n, idx)| {
+            idx.iter().all(|&g| {
+                state.taken[*n][g as usize].is_none() && state.shared_added[*n][g as usize] == 0
+            })
+        });
+        if untouched {
+            state.unpreempt(k);
+            let fits = r.gpus.iter().all(|(n, _)| {
+                state.cpu_free[*n].is_none_or(|c| c >= 0)
+                    && state.mem_free[*n].is_none_or(|m| m >= 0)
+            });
+            let quota_ok = inst.tenants[r.tenant]
+                .quota
+                .is_none_or(|q| state.held[r.tenant] <= q as f64 + 1e-9)
+                || !state
+                    .assignment
+                    .placed
+                    .keys()
+                    .any(|&j| inst.pending[j].tenant == r.tenant);
+            if !fits || !quota_ok {
+                state.preempt(k);
+            }
+        }
     }
     state.assignment
 }
@@ -97,12 +211,92 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
     idx
 }
 
-/// Try to place job j (with preemption when allowed); commit on success.
+/// What makes two jobs interchangeable for fitting: type, size, shape, resources.
+type ShapeKey = (
+    Option<Vec<String>>,
+    u32,
+    Option<crate::instance::Locality>,
+    Option<u32>,
+    Option<u32>,
+    Option<u32>,
+    u64,
+    u64,
+);
+
+/// Shapes that failed to fit in this pass. The state only fills up between preemptions, so a
+/// shape that did not fit (at a priority) will not fit later (at that priority or lower) until
+/// a preemption frees GPUs; then the memo is cleared. Saves most placement searches on
+/// crowded rounds.
+#[derive(Debug, Default)]
+struct FailureMemo {
+    failed: BTreeMap<ShapeKey, i64>,
+    preemptions_seen: usize,
+}
+
+impl FailureMemo {
+    fn place(
+        &mut self,
+        state: &mut RoundState,
+        topo: &Topology,
+        j: usize,
+        preempt_margin: Option<f64>,
+        victims: &[usize],
+    ) -> bool {
+        let job = &state.inst.pending[j];
+        if !state.quota_allows(job) {
+            return false;
+        }
+        let key: ShapeKey = (
+            job.gpu_types.clone(),
+            job.gpus,
+            job.within,
+            job.max_nodes,
+            job.gpus_per_node,
+            job.gpu_milli,
+            job.cpu_milli,
+            job.memory_mib,
+        );
+        let priority_matters = preempt_margin.is_some() && state.inst.policy.preemption;
+        if self.failed.get(&key).is_some_and(|&p| job.priority <= p) {
+            return false;
+        }
+        let placed = place_job(state, topo, j, preempt_margin, victims);
+        if state.assignment.preempted.len() != self.preemptions_seen {
+            self.preemptions_seen = state.assignment.preempted.len();
+            self.failed.clear();
+        } else if !placed {
+            let p = if priority_matters {
+                job.priority
+            } else {
+                i64::MAX
+            };
+            let e = self.failed.entry(key).or_insert(i64::MIN);
+            *e = (*e).max(p);
+        }
+        placed
+    }
+}
+
+/// Preemptible running jobs, cheapest victim first (ties by index).
+pub fn victims_by_cost(inst: &Instance) -> Vec<usize> {
+    let cost: Vec<f64> = inst.running.iter().map(|r| victim_cost(inst, r)).collect();
+    let mut v: Vec<usize> = (0..inst.running.len())
+        .filter(|&k| inst.running[k].preemptible)
+        .collect();
+    v.sort_by(|&a, &b| cost[a].total_cmp(&cost[b]).then(a.cmp(&b)));
+    v
+}
+
+/// Try to place job j; commit on success. With `preempt_margin` set and preemption allowed,
+/// a job that does not fit may preempt the cheapest strictly-lower-priority preemptible jobs
+/// (`victims`: see [`victims_by_cost`]) when its value minus spread exceeds their cost by the
+/// factor `1 + margin`; trial preemptions are undone when it does not pay or fit.
 pub fn place_job(
     state: &mut RoundState,
     topo: &Topology,
     j: usize,
     preempt_margin: Option<f64>,
+    victims: &[usize],
 ) -> bool {
     let inst = state.inst;
     let job = &inst.pending[j];
@@ -116,58 +310,84 @@ pub fn place_job(
     let Some(margin) = preempt_margin else {
         return false;
     };
+    let mask = topo.type_mask(job);
     if !inst.policy.preemption || job.gpus == 0 {
         return false;
     }
-    let mut candidates: Vec<usize> = (0..inst.running.len())
+    let candidates: Vec<usize> = victims
+        .iter()
+        .copied()
         .filter(|&k| {
             let r = &inst.running[k];
-            r.preemptible
-                && !state.preempted[k]
+            !state.preempted[k]
                 && r.priority < job.priority
-                && r.gpus
-                    .iter()
-                    .any(|(n, _)| job.accepts_type(&inst.nodes[*n].gpu_type))
+                && r.gpus.iter().any(|(n, _)| mask[topo.node_type[*n]])
         })
+        .take(MAX_VICTIMS_TRIED)
         .collect();
     if candidates.is_empty() {
         return false;
     }
-    candidates.sort_by(|&a, &b| {
-        victim_cost(inst, &inst.running[a])
-            .total_cmp(&victim_cost(inst, &inst.running[b]))
-            .then(a.cmp(&b))
-    });
-    candidates.truncate(MAX_VICTIMS_TRIED);
-    let mut trial = state.clone();
-    let mut victims = Vec::new();
+    // Cheap necessary condition before each trial: enough GPUs with the victims so far gone.
+    let victim_gpus = |k: usize| -> u32 {
+        let r = &inst.running[k];
+        if r.gpu_milli.is_some() {
+            return 0;
+        }
+        r.gpus
+            .iter()
+            .filter(|(n, _)| mask[topo.node_type[*n]])
+            .map(|(_, g)| g.len() as u32)
+            .sum()
+    };
+    let mut reachable: u32 = (0..inst.nodes.len())
+        .filter(|&n| mask[topo.node_type[n]])
+        .map(|n| state.avail_count(n, job.priority))
+        .sum();
+    if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
+        return false;
+    }
+    let mut chosen = Vec::new();
     let mut found = None;
     for &k in &candidates {
-        trial.preempt(k);
-        victims.push(k);
-        if let Some(set) = find_placement(&trial, topo, j) {
+        state.preempt(k);
+        chosen.push(k);
+        reachable += victim_gpus(k);
+        if reachable < job.gpus {
+            continue;
+        }
+        // A one-node job can only newly fit on a node this victim freed GPUs on.
+        if job.node_limit() == 1
+            && !inst.running[k]
+                .gpus
+                .iter()
+                .any(|(n, _)| state.avail_count(*n, job.priority) >= job.gpus)
+        {
+            continue;
+        }
+        if let Some(set) = find_placement(state, topo, j) {
             found = Some(set);
             break;
         }
     }
-    let Some(mut set) = found else { return false };
-    // Drop victims the placement does not need, most expensive first.
-    for &k in victims.clone().iter().rev() {
-        let mut without = state.clone();
-        for &v in victims.iter().filter(|&&v| v != k) {
-            without.preempt(v);
+    let Some(mut set) = found else {
+        for &k in chosen.iter().rev() {
+            state.unpreempt(k);
         }
-        if let Some(s) = find_placement(&without, topo, j) {
-            victims.retain(|&v| v != k);
-            set = s;
+        return false;
+    };
+    // Drop victims the placement does not need, most expensive first.
+    for &k in chosen.clone().iter().rev() {
+        state.unpreempt(k);
+        match find_placement(state, topo, j) {
+            Some(s) => {
+                chosen.retain(|&v| v != k);
+                set = s;
+            }
+            None => state.preempt(k),
         }
     }
-    let min = topo.min_units(
-        inst,
-        |n| job.accepts_type(&inst.nodes[n].gpu_type),
-        job.gpus,
-        job.gpus_per_node,
-    );
+    let min = topo.min_units(inst, job);
     let spread = if job.gpus > 1 {
         spread_penalty(
             &topo.span(inst, &set),
@@ -179,15 +399,15 @@ pub fn place_job(
     } else {
         0.0
     };
-    let cost: f64 = victims
+    let cost: f64 = chosen
         .iter()
         .map(|&k| victim_cost(inst, &inst.running[k]))
         .sum();
     if job_value(inst, job) - spread <= cost * (1.0 + margin) {
+        for &k in &chosen {
+            state.unpreempt(k);
+        }
         return false;
-    }
-    for &k in &victims {
-        state.preempt(k);
     }
     state.commit(j, set);
     true
@@ -201,24 +421,13 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         return place_cpu_only(state, job);
     }
     if job.is_sharer() {
-        return place_sharer(state, job);
+        return place_sharer(state, topo, job);
     }
-    let eligible: Vec<NodeIx> = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .collect();
+    let mask = topo.type_mask(job);
+    let ok = |n: NodeIx| mask[topo.node_type[n]];
     // One node.
     if job.gpus_per_node.is_none_or(|g| g == job.gpus) {
-        let mut best: Option<((bool, u32, NodeIx), NodeIx)> = None;
-        for &n in &eligible {
-            let avail = state.allowed_whole(n, job.priority).len() as u32;
-            if avail >= job.gpus && state.fits_resources(n, job, job.gpus) {
-                let key = (!state.node_in_use(n), avail - job.gpus, n);
-                if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                    best = Some((key, n));
-                }
-            }
-        }
-        if let Some((_, n)) = best {
+        if let Some(n) = best_single_node(state, &mask, job) {
             return state.pick_indices(j, &[(n, job.gpus)]);
         }
     }
@@ -226,34 +435,29 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         return None;
     }
     // Several nodes: tightest domain level first.
-    let levels: &[Locality] = match job.within {
+    let levels: &[Level] = match job.within {
         Some(Locality::Node) => &[],
-        Some(Locality::Rack) => &[Locality::Node, Locality::Rack],
-        Some(Locality::Pod) => &[Locality::Node, Locality::Rack, Locality::Pod],
-        None => &[Locality::Node, Locality::Rack, Locality::Pod, Locality::Pod],
+        Some(Locality::Rack) => &[Level::Unit, Level::Rack],
+        Some(Locality::Pod) => &[Level::Unit, Level::Rack, Level::Pod],
+        None => &[Level::Unit, Level::Rack, Level::Pod, Level::Cluster],
     };
-    for (li, &level) in levels.iter().enumerate() {
-        let cluster_wide = li == 3;
-        // Group eligible nodes by domain at this level (Node level = NVLink unit).
-        let mut domains: std::collections::BTreeMap<usize, Vec<NodeIx>> = Default::default();
-        for &n in &eligible {
-            let d = if cluster_wide {
-                0
-            } else {
-                match level {
-                    Locality::Node => topo.unit_of[n],
-                    Locality::Rack => inst.nodes[n].rack,
-                    Locality::Pod => inst.nodes[n].pod,
-                }
-            };
-            domains.entry(d).or_default().push(n);
-        }
+    let mut nodes: Vec<NodeIx> = Vec::new();
+    for &level in levels {
         let mut best: Option<((u32, u32, usize), Vec<(NodeIx, u32)>)> = None;
-        for (&d, nodes) in &domains {
-            if level == Locality::Node && !cluster_wide && nodes.len() < 2 {
+        for (d, members) in topo.domains[level as usize].iter().enumerate() {
+            if level == Level::Unit && members.len() < 2 {
                 continue; // single nodes were tried above
             }
-            if let Some((counts, leftover)) = pack(state, job, nodes) {
+            nodes.clear();
+            nodes.extend(members.iter().copied().filter(|&n| ok(n)));
+            let total: u32 = nodes
+                .iter()
+                .map(|&n| state.avail_count(n, job.priority))
+                .sum();
+            if total < job.gpus {
+                continue;
+            }
+            if let Some((counts, leftover)) = pack(state, job, &nodes) {
                 let key = (counts.len() as u32, leftover, d);
                 if best.as_ref().is_none_or(|(b, _)| key < *b) {
                     best = Some((key, counts));
@@ -267,6 +471,42 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
     None
 }
 
+/// The best node for a whole gang on one node: in use before empty, then the fewest GPUs
+/// left, then the lowest index; O(log n) per GPU type through the round state's index.
+fn best_single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
+    let g = job.gpus;
+    let mut best: Option<(bool, u32, NodeIx)> = None;
+    let mut offer = |key: (bool, u32, NodeIx)| {
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    };
+    for (t, set) in state.by_free.iter().enumerate() {
+        if !state.inst.nodes.is_empty() && !mask.get(t).copied().unwrap_or(false) {
+            continue;
+        }
+        for empty in [false, true] {
+            let found = set
+                .range((empty, g, 0)..=(empty, u32::MAX, usize::MAX))
+                .find(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
+            if let Some(&(e, free, n)) = found {
+                offer((e, free - g, n));
+                break;
+            }
+        }
+    }
+    for &n in &state.freed_nodes {
+        if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
+            continue;
+        }
+        let avail = state.avail_count(n, job.priority);
+        if avail >= g && state.fits_resources(n, job, g) {
+            offer((!state.node_in_use(n), avail - g, n));
+        }
+    }
+    best.map(|(_, _, n)| n)
+}
+
 /// Split a gang over `nodes` with the fewest nodes (largest free first, best fit for the last
 /// piece), honouring `gpus_per_node` and `max_nodes`. Returns per-node counts and the GPUs
 /// left free in the domain.
@@ -277,7 +517,7 @@ fn pack(
 ) -> Option<(Vec<(NodeIx, u32)>, u32)> {
     let avail: Vec<(NodeIx, u32)> = nodes
         .iter()
-        .map(|&n| (n, state.allowed_whole(n, job.priority).len() as u32))
+        .map(|&n| (n, state.avail_count(n, job.priority)))
         .filter(|&(_, a)| a > 0)
         .collect();
     let total: u32 = avail.iter().map(|a| a.1).sum();
@@ -331,28 +571,40 @@ fn pack(
     Some((counts, total - used))
 }
 
-fn place_sharer(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
+fn place_sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<GpuSet> {
     let inst = state.inst;
     let m = job.gpu_milli.unwrap_or(1000);
-    // (prefer already shared, then least milli left after, in-use nodes, node, gpu)
-    let mut best: Option<((bool, u32, bool, NodeIx, u32), (NodeIx, u32))> = None;
-    for n in 0..inst.nodes.len() {
-        if !job.accepts_type(&inst.nodes[n].gpu_type) || !state.fits_resources(n, job, 1) {
+    let mask = topo.type_mask(job);
+    // A GPU already shared: the one left fullest (least milli left after), in-use nodes first.
+    let mut best: Option<((u32, bool, NodeIx, u32), (NodeIx, u32))> = None;
+    for &(n, g) in &state.shared {
+        if !mask[topo.node_type[n]] || !state.fits_resources(n, job, 1) {
             continue;
         }
-        let in_use = state.node_in_use(n);
-        for g in 0..inst.nodes[n].gpus {
-            if let Some(left) = state.shareable_milli(n, g, job.priority) {
-                if left >= m {
-                    let key = (!state.is_shared(n, g), left - m, !in_use, n, g);
-                    if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                        best = Some((key, (n, g)));
-                    }
-                }
+        if let Some(left) = state
+            .shareable_milli(n, g, job.priority)
+            .filter(|&l| l >= m)
+        {
+            let key = (left - m, !state.node_in_use(n), n, g);
+            if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                best = Some((key, (n, g)));
             }
         }
     }
-    best.map(|(_, (n, g))| GpuSet::from([(n, vec![g])]))
+    if let Some((_, (n, g))) = best {
+        return Some(GpuSet::from([(n, vec![g])]));
+    }
+    // Else a fresh free GPU on the best-fit node in use (the highest free index, so low
+    // indices stay together for gangs).
+    let n = (0..inst.nodes.len())
+        .filter(|&n| {
+            mask[topo.node_type[n]] && state.free[n] > 0 && state.fits_resources(n, job, 1)
+        })
+        .min_by_key(|&n| (!state.node_in_use(n), state.free[n], n))?;
+    let g = (0..inst.nodes[n].gpus)
+        .rev()
+        .find(|&g| state.whole_gpu(n, g, i64::MIN) == Some(true))?;
+    Some(GpuSet::from([(n, vec![g])]))
 }
 
 fn place_cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {

@@ -18,6 +18,7 @@
 //! ([`fairness`]) and packing ([`packing`]) costs. Its constant part is kept in
 //! [`MipModel::constant`] because HiGHS takes none.
 
+pub mod aggregate;
 pub mod capacity;
 pub mod fairness;
 pub mod gang;

@@ -116,12 +116,7 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
             units_expr += b;
             d.units.push((u, b));
         }
-        let min_units = topo.min_units(
-            inst,
-            |n| job.accepts_type(&inst.nodes[n].gpu_type),
-            job.gpus,
-            job.gpus_per_node,
-        );
+        let min_units = topo.min_units(inst, job);
         m.objective -= c * (s.span_nodes - 1.0) * (units_expr - min_units as f64 * y);
         // Racks and pods.
         let mut racks: BTreeMap<usize, Vec<usize>> = BTreeMap::new();

@@ -57,10 +57,29 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
         .collect();
     let free = free_after(inst, &before, a);
     let held = held_after(inst, a);
+    // Jobs of one shape and tenant wait for the same reason: compute it once per shape.
+    let mut seen: std::collections::BTreeMap<_, super::reasons::Reason> =
+        std::collections::BTreeMap::new();
     let pending: Vec<PendingEntry> = (0..inst.pending.len())
         .filter(|j| !a.placed.contains_key(j))
         .map(|j| {
-            let r = reason(inst, j, &free, &held);
+            let p = &inst.pending[j];
+            let key = (
+                p.gpu_types.clone(),
+                p.gpus,
+                p.within,
+                p.max_nodes,
+                p.gpus_per_node,
+                p.gpu_milli,
+                p.cpu_milli,
+                p.memory_mib,
+                p.tenant,
+                p.priority,
+            );
+            let r = seen
+                .entry(key)
+                .or_insert_with(|| reason(inst, j, &free, &held))
+                .clone();
             PendingEntry {
                 job: inst.pending[j].id.clone(),
                 reason: r.text,

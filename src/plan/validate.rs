@@ -167,6 +167,14 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
             held[r.tenant] += eq;
         }
     }
+    let mut preempted_at: BTreeMap<(usize, u32), usize> = BTreeMap::new();
+    for &k in &preempted {
+        for (n, idx) in &inst.running[k].gpus {
+            for &g in idx {
+                preempted_at.insert((*n, g), k);
+            }
+        }
+    }
     let mut victims_used: BTreeMap<usize, i64> = BTreeMap::new(); // victim -> highest priority placed on its GPUs
     for p in &plan.placements {
         let Some(&j) = pending_ix.get(p.job.as_str()) else {
@@ -233,15 +241,12 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
                 if let Some(&k) = whole_holder.get(&(n, g)) {
                     out.push(format!("rule 3: job {id:?} uses GPU {name}:{g}, held by running job {:?} which is not preempted", inst.running[k].id));
                 }
-                for (k, r) in inst.running.iter().enumerate() {
-                    if preempted.contains(&k)
-                        && r.gpus.iter().any(|(rn, ri)| *rn == n && ri.contains(&g))
-                    {
-                        let e = victims_used.entry(k).or_insert(i64::MIN);
-                        *e = (*e).max(job.priority);
-                        if job.priority <= r.priority {
-                            out.push(format!("rule 5: job {id:?} (priority {}) takes GPU {name}:{g} from preempted job {:?} (priority {}); preemption is only for strictly higher priority", job.priority, r.id, r.priority));
-                        }
+                if let Some(&k) = preempted_at.get(&(n, g)) {
+                    let r = &inst.running[k];
+                    let e = victims_used.entry(k).or_insert(i64::MIN);
+                    *e = (*e).max(job.priority);
+                    if job.priority <= r.priority {
+                        out.push(format!("rule 5: job {id:?} (priority {}) takes GPU {name}:{g} from preempted job {:?} (priority {}); preemption is only for strictly higher priority", job.priority, r.id, r.priority));
                     }
                 }
                 match job.gpu_milli {

@@ -10,7 +10,7 @@ use crate::heuristics::random::RandomFit;
 use crate::heuristics::{Greedy, Planner};
 use crate::instance::Instance;
 use crate::plan::Status;
-use crate::solve::{solve, PlannerKind, SolveOptions};
+use crate::solve::{solve, Formulation, PlannerKind, SolveOptions};
 use crate::topology::Topology;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,6 +88,7 @@ pub struct RoundPlanner {
     name: PlannerName,
     baseline: Option<Box<dyn Planner>>,
     time_limit: f64,
+    formulation: Formulation,
 }
 
 impl RoundPlanner {
@@ -108,7 +109,14 @@ impl RoundPlanner {
             name,
             baseline,
             time_limit,
+            formulation: Formulation::Auto,
         }
+    }
+
+    /// The ILP's formulation (default: automatic, per-node for small rounds).
+    pub fn with_formulation(mut self, f: Formulation) -> Self {
+        self.formulation = f;
+        self
     }
 
     /// The planner's name.
@@ -126,10 +134,9 @@ impl RoundPlanner {
             };
         }
         let opts = SolveOptions {
-            planner: PlannerKind::Ilp,
             deadline: Instant::now() + Duration::from_secs_f64(self.time_limit),
-            mip_gap: inst.policy.mip_gap,
-            write_model: None,
+            formulation: self.formulation,
+            ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
         };
         let out = solve(inst, topo, &opts);
         RoundDecision {

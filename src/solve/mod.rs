@@ -2,13 +2,13 @@
 //! deadline enforced outside HiGHS, then the better of the two, with objective, bound and gap
 //! recomputed from the returned assignment.
 
+pub mod aggregated;
 pub mod backend;
 pub mod decode;
 
 pub use backend::{BackendResult, BackendSettings, BackendStatus, Highs, MipBackend};
 
 use crate::assignment::Assignment;
-use crate::heuristics::{Greedy, Planner};
 use crate::instance::Instance;
 use crate::model;
 use crate::objective::evaluate;
@@ -38,6 +38,20 @@ pub struct SolveOptions {
     pub mip_gap: f64,
     /// Write the MIP here before solving.
     pub write_model: Option<PathBuf>,
+    /// Which MIP formulation.
+    pub formulation: Formulation,
+}
+
+/// Which MIP formulation a round is solved with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Formulation {
+    /// Per-node when its size stays under [`PER_NODE_COLUMN_LIMIT`], else aggregated.
+    #[default]
+    Auto,
+    /// The exact per-node model.
+    PerNode,
+    /// The aggregated model with a best-fit second stage.
+    Aggregated,
 }
 
 impl SolveOptions {
@@ -48,6 +62,7 @@ impl SolveOptions {
             deadline: Instant::now() + Duration::from_secs_f64(inst.policy.time_limit),
             mip_gap: inst.policy.mip_gap,
             write_model: None,
+            formulation: Formulation::Auto,
         }
     }
 }
@@ -73,6 +88,34 @@ pub struct SolveOutcome {
     pub note: Option<String>,
 }
 
+/// Rounds whose per-node model would have more (job, node) columns than this are solved with
+/// the aggregated model instead (the per-node model does not reach sub-minute rounds past a
+/// few hundred nodes on 2 cores).
+pub const PER_NODE_COLUMN_LIMIT: usize = 20_000;
+
+/// Estimated (job, node) columns of the per-node model.
+pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
+    let mut nodes_of_type = vec![0usize; topo.type_names.len()];
+    for &t in &topo.node_type {
+        nodes_of_type[t] += 1;
+    }
+    inst.pending
+        .iter()
+        .map(|j| {
+            let mask = topo.type_mask(j);
+            let nodes: usize = (0..mask.len())
+                .filter(|&t| mask[t])
+                .map(|t| nodes_of_type[t])
+                .sum();
+            if j.node_limit() > 1 {
+                2 * nodes
+            } else {
+                nodes
+            }
+        })
+        .sum()
+}
+
 /// Time kept back from the deadline for rendering, validating and writing the plan.
 pub fn reserve(total: Duration) -> Duration {
     (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
@@ -90,7 +133,9 @@ pub fn solve_with(
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
 ) -> SolveOutcome {
-    let greedy = Greedy.plan(inst, topo);
+    let total = opts.deadline.saturating_duration_since(Instant::now());
+    let greedy =
+        crate::heuristics::greedy::portfolio(inst, topo, Some(opts.deadline - reserve(total)));
     let greedy_objective = evaluate(inst, topo, &greedy).total();
     let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
         assignment: greedy.clone(),
@@ -118,6 +163,14 @@ pub fn solve_with(
             None,
             true,
         );
+    }
+    let aggregated = match opts.formulation {
+        Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
+        Formulation::PerNode => false,
+        Formulation::Aggregated => true,
+    };
+    if aggregated {
+        return aggregated::solve(inst, topo, opts, backend, budget, greedy, greedy_objective);
     }
     let (tx, rx) = mpsc::channel();
     let settings = BackendSettings {

@@ -64,7 +64,7 @@ pub struct Span {
 }
 
 /// The interconnect graph and the locality indices derived from it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Topology {
     /// The graph.
     pub graph: UnGraph<Vertex, Link>,
@@ -76,6 +76,27 @@ pub struct Topology {
     pub units: usize,
     /// Largest NVLink island per node.
     pub largest_island: Vec<u32>,
+    /// Nodes of each unit, rack and pod, and all nodes: the locality domains, tightest first.
+    pub domains: [Vec<Vec<NodeIx>>; 4],
+    /// Distinct GPU types, and each node's index into them.
+    pub type_names: Vec<String>,
+    /// GPU type index of each node.
+    pub node_type: Vec<usize>,
+    /// Largest unit capacity per (accepted types, GPUs per node), computed on first use.
+    unit_capacity: std::sync::Mutex<BTreeMap<(Vec<bool>, Option<u32>), u32>>,
+}
+
+/// A locality level of [`Topology::domains`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// One node or one rack-scale NVLink unit of nodes.
+    Unit = 0,
+    /// One rack.
+    Rack = 1,
+    /// One pod.
+    Pod = 2,
+    /// The whole cluster.
+    Cluster = 3,
 }
 
 impl Topology {
@@ -149,13 +170,41 @@ impl Topology {
                     .max(1),
             );
         }
+        let mut domains: [Vec<Vec<NodeIx>>; 4] = [
+            vec![Vec::new(); units],
+            vec![Vec::new(); inst.racks.len()],
+            vec![Vec::new(); inst.pods.len()],
+            vec![(0..inst.nodes.len()).collect()],
+        ];
+        let mut type_names: Vec<String> = inst.nodes.iter().map(|n| n.gpu_type.clone()).collect();
+        type_names.sort();
+        type_names.dedup();
+        let mut node_type = Vec::with_capacity(inst.nodes.len());
+        for (n, node) in inst.nodes.iter().enumerate() {
+            domains[0][unit_of[n]].push(n);
+            domains[1][node.rack].push(n);
+            domains[2][node.pod].push(n);
+            node_type.push(type_names.binary_search(&node.gpu_type).unwrap_or(0));
+        }
         Topology {
             graph,
             node_vertex,
             unit_of,
             units,
             largest_island,
+            domains,
+            type_names,
+            node_type,
+            unit_capacity: Default::default(),
         }
+    }
+
+    /// Which GPU types (by index into `type_names`) a job accepts.
+    pub fn type_mask(&self, job: &crate::instance::PendingJob) -> Vec<bool> {
+        self.type_names
+            .iter()
+            .map(|t| job.accepts_type(t))
+            .collect()
     }
 
     /// The span of a set of GPUs given per node.
@@ -189,22 +238,27 @@ impl Topology {
 
     /// Fewest node units a gang of `gpus` could use on the nodes it accepts, at `per_node` GPUs
     /// per node at most: the baseline from which extra units are charged.
-    pub fn min_units(
-        &self,
-        inst: &Instance,
-        accepts: impl Fn(NodeIx) -> bool,
-        gpus: u32,
-        per_node: Option<u32>,
-    ) -> u32 {
-        if gpus == 0 {
+    pub fn min_units(&self, inst: &Instance, job: &crate::instance::PendingJob) -> u32 {
+        if job.gpus == 0 {
             return 1;
         }
-        let mut cap = vec![0u32; self.units];
-        for (n, node) in inst.nodes.iter().enumerate().filter(|(n, _)| accepts(*n)) {
-            cap[self.unit_of[n]] += per_node.map_or(node.gpus, |p| p.min(node.gpus));
-        }
-        let best = cap.into_iter().max().unwrap_or(0).max(1);
-        gpus.div_ceil(best)
+        let mask = self.type_mask(job);
+        let per_node = job.gpus_per_node;
+        let key = (mask, per_node);
+        let mut cache = self.unit_capacity.lock().unwrap_or_else(|e| e.into_inner());
+        let best = *cache.entry(key.clone()).or_insert_with(|| {
+            let mut cap = vec![0u32; self.units];
+            for (n, node) in inst
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(n, _)| key.0[self.node_type[*n]])
+            {
+                cap[self.unit_of[n]] += per_node.map_or(node.gpus, |p| p.min(node.gpus));
+            }
+            cap.into_iter().max().unwrap_or(0).max(1)
+        });
+        job.gpus.div_ceil(best)
     }
 
     /// Shortest hop count between two GPUs in the graph (a locality distance for reports).

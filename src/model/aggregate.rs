@@ -1,0 +1,310 @@
+//! The aggregated model of a round, whose size does not grow with the node count: the form
+//! used when the per-node model is too big to solve in the round's time.
+//!
+//! Jobs that are interchangeable for capacity form a class c (accepted GPU types, size, share,
+//! shape, tenant, priority). Every quantity below is a relaxation of the per-node model, so the
+//! optimum of this model (and HiGHS's dual bound of it) is a valid upper bound on the objective
+//! of every plan of the round.
+//!
+//! ```text
+//! y_j in [0,1]        job j starts (continuous; the class count makes the choice integer)
+//! n_c in Z+           jobs of class c that start:          sum_{j in c} y_j = n_c
+//! x_ct in Z+          jobs of class c on GPU type t:       sum_t x_ct = n_c
+//! p_k in {0,1}        preemptible running job k is preempted (only if some pending job outranks it)
+//!
+//! GPUs of type t, for every priority pi of a victim on t and pi = infinity:
+//!   sum_{c: prio_c <= pi} eq_c x_ct <= free_t + shared_t + sum_{k on t: prio_k < pi} g_kt p_k
+//! one-node and fixed-shape gangs, for every size level L = 2, 4, 8, ... (pot_n = free_n plus
+//! GPUs preemption could free on n):
+//!   slots:   sum_{c: size >= L} s_c x_ct          <= sum_{n of type t} floor(pot_n / L)
+//!   digits:  sum_{c: L divides size} g_c x_ct     <= sum_{n of type t} L floor(pot_n / L)
+//!   (s_c = 1 for one-node jobs, g_c / gpus_per_node for fixed-shape gangs; a job of size >= L
+//!   takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
+//!   multiples of L, so both rows hold for every real placement)
+//! quotas:    sum_{j of t} eq_j y_j - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
+//! fairness:  sigma_t >= F_t - H_t,  sigma_t >= 0
+//! objective: sum_j value_j y_j - sum_k cost_k p_k - fairness sum_t sigma_t
+//! ```
+//! Spread and packing costs are left out (they are never negative), as are CPU and memory and
+//! the locality of multi-node gangs: all on the safe side for the bound. A second stage
+//! (`solve`) places the chosen jobs first with the greedy machinery, so the returned plan is
+//! always concrete and valid, and never worse than greedy.
+
+use super::{MipModel, Vars};
+use crate::instance::Instance;
+use crate::objective::{fair_shares, job_value, victim_cost};
+use crate::state::{ClusterState, GpuUse};
+use crate::topology::Topology;
+use good_lp::{variable, Expression, ProblemVariables, Variable};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The aggregated model and how to read its answer.
+pub struct AggregateModel {
+    /// The model (its `vars` are empty: read answers through this struct).
+    pub model: MipModel,
+    /// y_j per pending job that can start.
+    pub start: Vec<(usize, Variable)>,
+    /// Class of each job with a variable, and the class count variable.
+    pub classes: Vec<(Vec<usize>, Variable)>,
+    /// p_k per preemptible running job.
+    pub preempt: Vec<(usize, Variable)>,
+    /// Column of every variable.
+    pub columns: HashMap<Variable, usize>,
+}
+
+impl AggregateModel {
+    /// Running jobs a solution preempts.
+    pub fn victims(&self, col: &[f64]) -> Vec<usize> {
+        self.preempt
+            .iter()
+            .filter(|&&(_, v)| col[self.columns[&v]] > 0.5)
+            .map(|&(k, _)| k)
+            .collect()
+    }
+
+    /// Pending jobs chosen by a solution: the top `round(n_c)` jobs of each class by y, then
+    /// value, then index.
+    pub fn chosen(&self, inst: &Instance, col: &[f64]) -> BTreeSet<usize> {
+        let y: BTreeMap<usize, f64> = self
+            .start
+            .iter()
+            .map(|&(j, v)| (j, col[self.columns[&v]]))
+            .collect();
+        let mut out = BTreeSet::new();
+        for (members, n) in &self.classes {
+            let count = col[self.columns[n]].round().max(0.0) as usize;
+            let mut m = members.clone();
+            m.sort_by(|&a, &b| {
+                y[&b]
+                    .total_cmp(&y[&a])
+                    .then(
+                        job_value(inst, &inst.pending[b])
+                            .total_cmp(&job_value(inst, &inst.pending[a])),
+                    )
+                    .then(a.cmp(&b))
+            });
+            out.extend(m.into_iter().take(count));
+        }
+        out
+    }
+}
+
+/// Build the aggregated model. `integer`: class counts, type counts and preemptions integer
+/// (the MIP); otherwise its LP relaxation.
+pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel {
+    let before = ClusterState::new(inst);
+    let mut p = ProblemVariables::new();
+    let mut objective = Expression::from(0.0);
+    let mut constraints = Vec::new();
+    let mut constant = 0.0;
+    let int = |v: good_lp::VariableDefinition| if integer { v.integer() } else { v };
+    let ntypes = topo.type_names.len();
+    let eq = |j: usize| inst.pending[j].gpu_equivalent();
+
+    // Victims.
+    let preempt: Vec<Option<Variable>> = inst
+        .running
+        .iter()
+        .map(|r| {
+            (inst.policy.preemption
+                && r.preemptible
+                && inst.pending.iter().any(|j| j.priority > r.priority))
+            .then(|| p.add(int(variable().min(0).max(1))))
+        })
+        .collect();
+    // Per type: free GPUs, sharable milli as GPUs, victims' GPUs, and per-node potential.
+    let mut free_t = vec![0.0f64; ntypes];
+    let mut victims_t: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
+    let mut pot_nodes: Vec<Vec<u32>> = vec![Vec::new(); ntypes];
+    for (n, gpus) in before.gpus.iter().enumerate() {
+        let t = topo.node_type[n];
+        let mut pot = 0;
+        let mut by_victim: BTreeMap<usize, u32> = BTreeMap::new();
+        for u in gpus {
+            match u {
+                GpuUse::Free => {
+                    free_t[t] += 1.0;
+                    pot += 1;
+                }
+                GpuUse::Shared { milli, .. } => {
+                    free_t[t] += (1000 - milli.min(&1000)) as f64 / 1000.0
+                }
+                GpuUse::Whole(k) if preempt[*k].is_some() => {
+                    *by_victim.entry(*k).or_default() += 1;
+                    pot += 1;
+                }
+                _ => {}
+            }
+        }
+        for (k, g) in by_victim {
+            victims_t[t].push((
+                inst.running[k].priority,
+                g as f64,
+                preempt[k].expect("a victim"),
+            ));
+        }
+        pot_nodes[t].push(pot);
+    }
+
+    // Classes.
+    type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
+    let mut class_of: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    let mut start = Vec::new();
+    for (j, job) in inst.pending.iter().enumerate() {
+        if job.gpus == 0 {
+            continue; // CPU-only jobs use no GPU: counted below at full value, a safe relaxation
+        }
+        if inst.tenants[job.tenant]
+            .quota
+            .is_some_and(|q| job.gpu_equivalent() > q as f64 + 1e-9)
+        {
+            continue;
+        }
+        let key: Key = (
+            topo.type_mask(job),
+            job.gpus,
+            job.gpu_milli,
+            job.gpus_per_node,
+            job.node_limit() == 1,
+            job.tenant,
+            job.priority,
+        );
+        class_of.entry(key).or_default().push(j);
+    }
+    let mut classes = Vec::new();
+    let mut type_users: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
+    let mut level_rows: BTreeMap<(usize, u32), (Expression, Expression)> = BTreeMap::new();
+    let mut tenant_y: Vec<Expression> = vec![Expression::from(0.0); inst.tenants.len()];
+    for (key, members) in &class_of {
+        let (mask, gpus, milli, gpn, one_node, _, prio) = key;
+        let n_c = p.add(int(variable().min(0).max(members.len() as f64)));
+        let mut sum_y = Expression::from(0.0);
+        for &j in members {
+            let y = p.add(variable().min(0).max(1));
+            objective += job_value(inst, &inst.pending[j]) * y;
+            sum_y += y;
+            tenant_y[inst.pending[j].tenant].add_mul(eq(j), y);
+            start.push((j, y));
+        }
+        constraints.push((sum_y - n_c).eq(0.0));
+        let mut sum_x = Expression::from(0.0);
+        for t in (0..ntypes).filter(|&t| mask[t]) {
+            let x = p.add(int(variable().min(0).max(members.len() as f64)));
+            sum_x += x;
+            let per_job = milli.map_or(*gpus as f64, |m| m as f64 / 1000.0);
+            type_users[t].push((*prio, per_job, x));
+            let (slots_per_job, piece) = match (gpn, one_node) {
+                (_, true) => (1.0, *gpus),
+                (Some(k), false) => ((*gpus / k) as f64, *k),
+                _ => (0.0, 0),
+            };
+            if slots_per_job > 0.0 && milli.is_none() {
+                let mut level = 2;
+                while level <= piece {
+                    let e = level_rows
+                        .entry((t, level))
+                        .or_insert_with(|| (Expression::from(0.0), Expression::from(0.0)));
+                    e.0.add_mul(slots_per_job, x);
+                    if piece % level == 0 {
+                        e.1.add_mul(*gpus as f64, x);
+                    }
+                    level *= 2;
+                }
+            }
+        }
+        constraints.push((sum_x - n_c).eq(0.0));
+        classes.push((members.clone(), n_c));
+    }
+    // CPU-only jobs: value taken whole (they need no GPU).
+    for (j, job) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
+        let y = p.add(variable().min(0).max(1));
+        objective += job_value(inst, job) * y;
+        start.push((j, y));
+        let n_c = p.add(int(variable().min(0).max(1)));
+        constraints.push((Expression::from(y) - n_c).eq(0.0));
+        classes.push((vec![j], n_c));
+    }
+
+    // GPU rows per type and priority threshold.
+    for t in 0..ntypes {
+        let mut levels: BTreeSet<i64> = victims_t[t].iter().map(|v| v.0).collect();
+        levels.insert(i64::MAX);
+        for &pi in &levels {
+            let mut lhs = Expression::from(0.0);
+            let mut any = false;
+            for &(pr, g, x) in &type_users[t] {
+                if pr <= pi {
+                    lhs.add_mul(g, x);
+                    any = true;
+                }
+            }
+            if !any {
+                continue;
+            }
+            for &(pk, g, v) in &victims_t[t] {
+                if pk < pi {
+                    lhs.add_mul(-g, v);
+                }
+            }
+            constraints.push(lhs.leq(free_t[t]));
+        }
+    }
+    for ((t, level), (slots, digits)) in level_rows {
+        let slot_cap: u32 = pot_nodes[t].iter().map(|&pot| pot / level).sum();
+        constraints.push(slots.leq(slot_cap as f64));
+        constraints.push(digits.leq((slot_cap * level) as f64));
+    }
+    // Preemption cost, quotas, fairness.
+    let mut tenant_p: Vec<Expression> = vec![Expression::from(0.0); inst.tenants.len()];
+    for (k, r) in inst.running.iter().enumerate() {
+        if let Some(v) = preempt[k] {
+            objective -= victim_cost(inst, r) * v;
+            tenant_p[r.tenant].add_mul(r.gpu_equivalent(), v);
+        }
+    }
+    let fair = fair_shares(inst);
+    for (t, tenant) in inst.tenants.iter().enumerate() {
+        let held: f64 = inst
+            .running
+            .iter()
+            .filter(|r| r.tenant == t)
+            .map(|r| r.gpu_equivalent())
+            .sum();
+        let change = tenant_y[t].clone() - tenant_p[t].clone();
+        if let Some(q) = tenant.quota {
+            if held <= q as f64 + 1e-9 {
+                constraints.push(change.clone().leq(q as f64 - held));
+            }
+        }
+        let w = inst.policy.weights.fairness;
+        if fair[t] > 0.0 && w > 0.0 {
+            let sigma = p.add(variable().min(0.0));
+            constraints.push((sigma + change).geq(fair[t] - held));
+            objective -= w * sigma;
+        }
+    }
+    constant += 0.0;
+    let columns = p
+        .iter_variables_with_def()
+        .enumerate()
+        .map(|(i, (v, _))| (v, i))
+        .collect();
+    let preempt = preempt
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
+    AggregateModel {
+        model: MipModel {
+            problem: p,
+            vars: Vars::default(),
+            objective,
+            constant,
+            constraints,
+        },
+        start,
+        classes,
+        preempt,
+        columns,
+    }
+}

@@ -1,0 +1,241 @@
+//! The command line as users run it: solve, validate, gen, exit codes, atomic output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn gangplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gangplan"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs")
+}
+
+fn quickstart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/quickstart.yaml")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+#[test]
+fn solve_prints_a_json_plan() {
+    let out = gangplan(&["solve", quickstart().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(plan["format"], "gangplan-plan/1");
+    assert!(["optimal", "feasible", "fallback"].contains(&plan["status"].as_str().unwrap()));
+    assert!(plan["metrics"]["gpus_total"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn solve_writes_yaml_then_validate_accepts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("plan.yaml");
+    let out = gangplan(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--out",
+        out_path.to_str().unwrap(),
+        "--format",
+        "yaml",
+        "--planner",
+        "greedy",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "nothing on stdout with --out");
+    let plan: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    assert_eq!(plan["status"], "fallback");
+    assert_eq!(plan["solver"]["path"], "greedy");
+    // No temporary file is left beside the output.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let v = gangplan(&[
+        "validate",
+        quickstart().to_str().unwrap(),
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}{}",
+        text(&v.stdout),
+        text(&v.stderr)
+    );
+}
+
+#[test]
+fn validate_rejects_a_tampered_plan_with_code_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("plan.json");
+    let out = gangplan(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--out",
+        plan_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    // Give the first placed job's GPUs to the second as well.
+    let first = plan["placements"][0]["gpus"].clone();
+    plan["placements"][1]["gpus"] = first;
+    std::fs::write(&plan_path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let v = gangplan(&[
+        "validate",
+        quickstart().to_str().unwrap(),
+        plan_path.to_str().unwrap(),
+    ]);
+    assert_eq!(v.status.code(), Some(3), "{}", text(&v.stdout));
+    assert!(text(&v.stdout).contains("rule"), "{}", text(&v.stdout));
+}
+
+#[test]
+fn bad_instance_exits_2_names_the_field_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "nodes:\n  - {name: n1, gpus: 8}\npending:\n  - {id: a, gpus: 2, within: galaxy}\n",
+    )
+    .unwrap();
+    let out_path = dir.path().join("plan.json");
+    let out = gangplan(&[
+        "solve",
+        bad.to_str().unwrap(),
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("pending[0].within")
+            && err.contains("galaxy")
+            && err.contains("node, rack, pod"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out_path.exists());
+}
+
+#[test]
+fn typo_in_a_field_name_is_an_error_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("typo.yaml");
+    std::fs::write(
+        &bad,
+        "nodes:\n  - name: n1\n    gpus: 8\n    gpu_typ: H100\n",
+    )
+    .unwrap();
+    let out = gangplan(&["solve", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("nodes[0]") && err.contains("gpu_typ") && err.contains("line"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    assert_eq!(
+        gangplan(&[
+            "solve",
+            quickstart().to_str().unwrap(),
+            "--time-limit",
+            "-1"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(
+        gangplan(&["solve", quickstart().to_str().unwrap(), "--gap", "2"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        gangplan(&[
+            "solve",
+            quickstart().to_str().unwrap(),
+            "--planner",
+            "magic"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(
+        gangplan(&["solve", "does-not-exist.yaml"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn help_teaches_exit_codes() {
+    let out = gangplan(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let h = text(&out.stdout);
+    assert!(
+        h.contains("Exit codes")
+            && h.contains("solve")
+            && h.contains("validate")
+            && h.contains("gen"),
+        "{h}"
+    );
+}
+
+#[test]
+fn gen_is_deterministic_and_solvable() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.yaml");
+    let b = dir.path().join("b.yaml");
+    for p in [&a, &b] {
+        let out = gangplan(&[
+            "gen",
+            "--nodes",
+            "12",
+            "--pending",
+            "20",
+            "--seed",
+            "3",
+            "--out",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let out = gangplan(&["solve", a.to_str().unwrap(), "--time-limit", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn write_model_writes_an_lp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = dir.path().join("round.lp");
+    let out = gangplan(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--write-model",
+        lp.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let model = std::fs::read_to_string(&lp).expect("the model file exists");
+    assert!(
+        model.to_lowercase().contains("max"),
+        "an LP file of a maximisation"
+    );
+    let bad = gangplan(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--write-model",
+        dir.path().join("x.txt").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
