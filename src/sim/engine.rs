@@ -145,6 +145,7 @@ struct Sim<'a> {
     dist: TaskDist,
     solve_s: Vec<f64>,
     fallbacks: u64,
+    reasons: BTreeMap<String, u64>,
     limit_hits: u64,
     preemptions: u64,
     rounds: u64,
@@ -260,6 +261,15 @@ impl<'a> Sim<'a> {
         self.rounds += 1;
         if d.fell_back && self.planner.name() == PlannerName::Ilp {
             self.fallbacks += 1;
+            let why: String = d
+                .note
+                .as_deref()
+                .unwrap_or("no note")
+                .chars()
+                .filter(|c| !c.is_ascii_digit())
+                .take(160)
+                .collect();
+            *self.reasons.entry(why).or_default() += 1;
         }
         if d.time_limit_hit {
             self.limit_hits += 1;
@@ -344,6 +354,7 @@ pub fn simulate(
         dist: trace_dist(trace),
         solve_s: Vec::new(),
         fallbacks: 0,
+        reasons: BTreeMap::new(),
         limit_hits: 0,
         preemptions: 0,
         rounds: 0,
@@ -363,6 +374,7 @@ pub fn simulate(
     report.info.cluster_gpus = trace.gpus();
     report.info.ilp_fallback_rounds = sim.fallbacks;
     report.info.ilp_time_limit_rounds = sim.limit_hits;
+    report.info.ilp_fallback_reasons = sim.reasons.clone();
     report.info.wall_s = started.elapsed().as_secs_f64();
     report.series.solve_s = sim.solve_s.clone();
     Ok(report)

@@ -53,6 +53,8 @@ pub struct RunInfo {
     pub ilp_fallback_rounds: u64,
     /// Rounds in which the ILP hit its time limit.
     pub ilp_time_limit_rounds: u64,
+    /// Why the ILP fell back, with counts (the solver's note with digits removed).
+    pub ilp_fallback_reasons: std::collections::BTreeMap<String, u64>,
     /// Wall time of the whole run, seconds.
     pub wall_s: f64,
 }

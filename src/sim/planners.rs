@@ -81,6 +81,8 @@ pub struct RoundDecision {
     pub fell_back: bool,
     /// The ILP hit its time limit.
     pub time_limit_hit: bool,
+    /// Why the ILP returned the greedy plan, when it did.
+    pub note: Option<String>,
 }
 
 /// A planner ready to run rounds.
@@ -131,6 +133,7 @@ impl RoundPlanner {
                 assignment: b.plan(inst, topo),
                 fell_back: false,
                 time_limit_hit: false,
+                note: None,
             };
         }
         let opts = SolveOptions {
@@ -143,6 +146,7 @@ impl RoundPlanner {
             assignment: out.assignment,
             fell_back: out.status == Status::Fallback,
             time_limit_hit: out.time_limit_hit,
+            note: out.note,
         }
     }
 }
