@@ -178,9 +178,6 @@ pub fn load_trace(a: &TraceArgs) -> Result<Trace, Failure> {
 
 /// The run settings the flags give.
 pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
-    if a.trace == TraceFormat::Openb && a.protocol == ProtocolArg::Replay {
-        // Fine: openb pods carry creation and deletion times.
-    }
     if a.batch == 0 {
         return Err(bad(
             "--batch is 0; expected at least 1 arrival per round".into()

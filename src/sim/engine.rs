@@ -527,8 +527,8 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
     let t_first = trace.jobs.first().map_or(0.0, |j| j.submit);
     let mut t = (t_first / r).ceil() * r;
     let mut next_arrival = 0usize;
-    // (job, id, submit, attained, done)
-    let mut waiting: Vec<(usize, f64, f64)> = Vec::new(); // (job, attained, done)
+    // Waiting jobs: (job, attained GPU-seconds, ideal seconds of work kept).
+    let mut waiting: Vec<(usize, f64, f64)> = Vec::new();
     let mut running: Vec<Live> = Vec::new();
     let mut jct = Vec::new();
     let mut fair = Vec::new();
@@ -683,6 +683,3 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
         ..Default::default()
     })
 }
-
-/// Per-planner reports keyed by planner name, for comparisons.
-pub type Reports = BTreeMap<String, Vec<Report>>;
