@@ -35,7 +35,9 @@
 //! [`heuristics`] (greedy) -> [`model`] (the MIP, one file per constraint family) ->
 //! [`solve`] (deadline, start, fallback) -> [`plan`] (validator, reasons, output).
 
+pub mod adapters;
 pub mod assignment;
+pub mod cron;
 pub mod error;
 pub mod fsutil;
 pub mod gen;

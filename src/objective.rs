@@ -82,6 +82,15 @@ pub fn fair_shares(inst: &Instance) -> Vec<f64> {
     share
 }
 
+/// GPUs each tenant holds before the round (sharers count their share).
+pub fn held_before(inst: &Instance) -> Vec<f64> {
+    let mut held = vec![0.0; inst.tenants.len()];
+    for r in &inst.running {
+        held[r.tenant] += r.gpu_equivalent();
+    }
+    held
+}
+
 /// GPUs each tenant holds after the round (sharers count their share).
 pub fn held_after(inst: &Instance, a: &Assignment) -> Vec<f64> {
     let mut held = vec![0.0; inst.tenants.len()];

@@ -4,8 +4,11 @@
 
 mod bench_cmd;
 mod compare_cmd;
+mod discover_cmd;
 mod gen_cmd;
+mod plan_cmd;
 mod simulate_cmd;
+mod slurm_cmd;
 mod solve_cmd;
 mod validate_cmd;
 
@@ -25,6 +28,8 @@ pub mod exit {
     pub const LOCKED: i32 = 5;
     /// An I/O failure writing output.
     pub const IO: i32 = 6;
+    /// `discover`: NVML is missing (no NVIDIA driver), cannot start, or sees no GPU.
+    pub const NO_NVML: i32 = 7;
 }
 
 const AFTER_HELP: &str = "\
@@ -35,6 +40,7 @@ Exit codes:
   4  internal failure: a planner produced an invalid plan (nothing is written) or a bug was caught
   5  another planning round holds the lock
   6  output could not be written
+  7  `discover`: NVML (libnvidia-ml.so.1, from the NVIDIA driver) is missing or sees no GPU
 
 Examples:
   gangplan solve instances/quickstart.yaml
@@ -66,6 +72,12 @@ enum Command {
     Compare(compare_cmd::CompareArgs),
     /// Time whole rounds at 1k / 10k / 100k GPUs and print objective, bound, gap and ratios.
     Bench(bench_cmd::BenchArgs),
+    /// Describe this node's GPUs (NVML): an instance node entry and a hardware model.
+    Discover(discover_cmd::DiscoverArgs),
+    /// One cron round on an instance file: lock, stable placements, metrics (no Slurm).
+    Plan(plan_cmd::PlanArgs),
+    /// Drive a Slurm cluster: `gangplan slurm plan [--apply]` (see docs/slurm.md).
+    Slurm(slurm_cmd::SlurmArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -122,6 +134,9 @@ pub fn run() -> i32 {
         Command::Simulate(a) => simulate_cmd::run(a),
         Command::Compare(a) => compare_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
+        Command::Discover(a) => discover_cmd::run(a),
+        Command::Plan(a) => plan_cmd::run(a),
+        Command::Slurm(a) => slurm_cmd::run(a),
     });
     match result {
         Ok(Ok(code)) => code,

@@ -263,13 +263,9 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         }
     }
     let fair = fair_shares(inst);
+    let held_before_round = crate::objective::held_before(inst);
     for (t, tenant) in inst.tenants.iter().enumerate() {
-        let held: f64 = inst
-            .running
-            .iter()
-            .filter(|r| r.tenant == t)
-            .map(|r| r.gpu_equivalent())
-            .sum();
+        let held = held_before_round[t];
         let change = tenant_y[t].clone() - tenant_p[t].clone();
         if let Some(q) = tenant.quota {
             if held <= q as f64 + 1e-9 {

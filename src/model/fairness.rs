@@ -16,13 +16,9 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
     let inst = ctx.inst;
     let fair = fair_shares(inst);
     let w = inst.policy.weights.fairness;
+    let held_before_round = crate::objective::held_before(inst);
     for (t, &f) in fair.iter().enumerate() {
-        let held: f64 = inst
-            .running
-            .iter()
-            .filter(|r| r.tenant == t)
-            .map(|r| r.gpu_equivalent())
-            .sum();
+        let held = held_before_round[t];
         let mut h = Expression::from(0.0);
         let mut can_move = false;
         for (j, job) in inst.pending.iter().enumerate() {

@@ -16,15 +16,11 @@ use good_lp::Expression;
 /// Add the quota rows.
 pub fn add(ctx: &Ctx, m: &mut MipModel) {
     let inst = ctx.inst;
+    let held_before_round = crate::objective::held_before(inst);
     for (t, tenant) in inst.tenants.iter().enumerate() {
         let Some(q) = tenant.quota else { continue };
         let q = q as f64;
-        let held: f64 = inst
-            .running
-            .iter()
-            .filter(|r| r.tenant == t)
-            .map(|r| r.gpu_equivalent())
-            .sum();
+        let held = held_before_round[t];
         let mut change = Expression::from(0.0);
         let mut starts = Vec::new();
         for (j, job) in inst.pending.iter().enumerate() {

@@ -116,6 +116,39 @@ pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
         .sum()
 }
 
+impl SolveOutcome {
+    /// The outcome of a solver plan at least as good as greedy: `optimal` when the solver
+    /// finished (`solved`) and the recomputed gap is within `mip_gap`, else `feasible`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_solver(
+        assignment: Assignment,
+        objective: f64,
+        bound: Option<f64>,
+        solved: bool,
+        time_limit_hit: bool,
+        greedy_objective: f64,
+        mip_gap: f64,
+        note: Option<String>,
+    ) -> Self {
+        let gap = bound.map(|b| (b - objective) / objective.abs().max(1.0));
+        let proven = solved && gap.is_none_or(|g| g <= mip_gap + 1e-9);
+        SolveOutcome {
+            assignment,
+            status: if proven {
+                Status::Optimal
+            } else {
+                Status::Feasible
+            },
+            path: "ilp",
+            objective,
+            bound,
+            time_limit_hit,
+            greedy_objective,
+            note,
+        }
+    }
+}
+
 /// Time kept back from the deadline for rendering, validating and writing the plan.
 pub fn reserve(total: Duration) -> Duration {
     (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500))
@@ -250,22 +283,14 @@ pub fn solve_with(
     if objective + 1e-9 < greedy_objective {
         return fallback(Some(format!("solver incumbent {objective:.4} is below the greedy plan's {greedy_objective:.4}; greedy plan used")), bound, hit);
     }
-    let gap = bound.map(|b| (b - objective) / objective.abs().max(1.0));
-    let status = if result.status == BackendStatus::Optimal
-        && gap.is_none_or(|g| g <= opts.mip_gap + 1e-9)
-    {
-        Status::Optimal
-    } else {
-        Status::Feasible
-    };
-    SolveOutcome {
+    SolveOutcome::from_solver(
         assignment,
-        status,
-        path: "ilp",
         objective,
         bound,
-        time_limit_hit: hit,
+        result.status == BackendStatus::Optimal,
+        hit,
         greedy_objective,
-        note: None,
-    }
+        opts.mip_gap,
+        None,
+    )
 }

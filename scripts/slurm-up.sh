@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Starts the local Slurm 22.05 test cluster (scripts/slurm-lab/start-slurm.sh: munge, slurmctld
+# and 4 slurmd daemons on this machine, 8 fake GPUs each, 2 racks) for tests/slurm_integration.rs.
+# Meant to be sourced (scripts/test.sh does): exports SLURM_CONF (what the Slurm clients need)
+# and GANGPLAN_SLURM_STATE (the lab's state dir, for scripts/slurm-down.sh). Run directly, it
+# starts the lab and prints the two exports. Needs root (the packages install on first use).
+# Knobs: GANGPLAN_SLURM_STATE (default ${TMPDIR:-/tmp}/gangplan-slurm-lab),
+#        SLURM_LAB_PORT_BASE (default 17800, away from the lab kit's own default).
+_gp_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export GANGPLAN_SLURM_STATE=${GANGPLAN_SLURM_STATE:-${TMPDIR:-/tmp}/gangplan-slurm-lab}
+SLURM_LAB_NODES=4 SLURM_LAB_RACKS=2 SLURM_LAB_GPUS=8 \
+  SLURM_LAB_PORT_BASE=${SLURM_LAB_PORT_BASE:-17800} \
+  "$_gp_here/slurm-lab/start-slurm.sh" "$GANGPLAN_SLURM_STATE" >"${GANGPLAN_SLURM_STATE%/}.log" 2>&1 || {
+  echo "slurm-up: the test cluster did not start; last lines of ${GANGPLAN_SLURM_STATE%/}.log:" >&2
+  tail -20 "${GANGPLAN_SLURM_STATE%/}.log" >&2
+  return 1 2>/dev/null || exit 1
+}
+export SLURM_CONF=$GANGPLAN_SLURM_STATE/etc/slurm.conf
+echo "slurm-up: test cluster up (export SLURM_CONF=$SLURM_CONF GANGPLAN_SLURM_STATE=$GANGPLAN_SLURM_STATE)" >&2
+unset _gp_here

@@ -1,0 +1,158 @@
+//! A plan -> Slurm actions, and running them.
+//!
+//! Order: preemptions first (`scontrol requeuehold`: the victim goes back to the queue, held,
+//! and its GPUs free up), then each placement: `scontrol update JobId=X NodeList=<its nodes>
+//! ExcNodeList=<every other node>` (plus `StartTime=now` for a requeued job, whose begin time
+//! Slurm pushed ~2 minutes out) and `scontrol release X`. Because the job asks exactly as many
+//! nodes as it is pinned to and every other node is excluded, Slurm starts it on exactly those
+//! nodes, as soon as their GPUs are free. Slurm picks the GPU indices inside each node.
+
+use super::cli::{check_job_id, check_node_name, command_line, SlurmCli};
+use super::convert::SlurmRound;
+use super::SlurmError;
+use crate::plan::Plan;
+use serde::{Deserialize, Serialize};
+
+/// One change to the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Requeue a running job and hold it.
+    Preempt {
+        /// Job id.
+        job: String,
+    },
+    /// Pin a held job to exactly these nodes and release it.
+    Start {
+        /// Job id.
+        job: String,
+        /// Nodes it must run on.
+        nodes: Vec<String>,
+        /// Every other node of the cluster.
+        exclude: Vec<String>,
+        /// Also clear a begin time left by a requeue.
+        clear_begin: bool,
+    },
+    /// Hold again a job released earlier that never started, so the next round replans it.
+    Rehold {
+        /// Job id.
+        job: String,
+    },
+}
+
+impl Action {
+    /// The job the action is about.
+    pub fn job(&self) -> &str {
+        match self {
+            Action::Preempt { job } | Action::Start { job, .. } | Action::Rehold { job } => job,
+        }
+    }
+
+    /// The Slurm commands, in order (program, arguments). Ids and names are checked first.
+    pub fn commands(&self) -> Result<Vec<(&'static str, Vec<String>)>, SlurmError> {
+        check_job_id(self.job())?;
+        Ok(match self {
+            Action::Preempt { job } => vec![("scontrol", vec!["requeuehold".into(), job.clone()])],
+            Action::Rehold { job } => vec![("scontrol", vec!["hold".into(), job.clone()])],
+            Action::Start {
+                job,
+                nodes,
+                exclude,
+                clear_begin,
+            } => {
+                for n in nodes.iter().chain(exclude) {
+                    check_node_name(n)?;
+                }
+                let mut update = vec![
+                    "update".into(),
+                    format!("JobId={job}"),
+                    format!("NodeList={}", nodes.join(",")),
+                    format!("ExcNodeList={}", exclude.join(",")),
+                ];
+                if *clear_begin {
+                    update.push("StartTime=now".into());
+                }
+                vec![
+                    ("scontrol", update),
+                    ("scontrol", vec!["release".into(), job.clone()]),
+                ]
+            }
+        })
+    }
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Preempt { job } => format!("preempt job {job} (scontrol requeuehold)"),
+            Action::Rehold { job } => {
+                format!("hold job {job} again: released earlier but never started")
+            }
+            Action::Start { job, nodes, .. } => {
+                format!("start job {job} on {} (pin + release)", nodes.join(","))
+            }
+        }
+    }
+
+    /// Run the action's commands through `cli`, stopping at the first failure.
+    pub fn run(&self, cli: &dyn SlurmCli) -> Result<(), SlurmError> {
+        for (program, args) in self.commands()? {
+            tracing::debug!(command = %command_line(program, &args), "slurm");
+            cli.run(program, &args)?;
+        }
+        Ok(())
+    }
+}
+
+/// The actions that carry out `plan` on the round's cluster: preemptions, then starts in the
+/// plan's order. Placements of jobs that are not held jobs of this round are refused.
+pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, SlurmError> {
+    let mut actions = Vec::new();
+    for p in &plan.preemptions {
+        if !round.running.contains(&p.job) {
+            return Err(SlurmError::Invalid {
+                what: "job id",
+                value: p.job.clone(),
+                message: "the plan preempts a job that is not running in Slurm".into(),
+            });
+        }
+        check_job_id(&p.job)?;
+        actions.push(Action::Preempt { job: p.job.clone() });
+    }
+    for p in &plan.placements {
+        let Some(held) = round.held.get(&p.job) else {
+            return Err(SlurmError::Invalid {
+                what: "job id",
+                value: p.job.clone(),
+                message: "the plan starts a job that is not held in Slurm".into(),
+            });
+        };
+        let nodes: Vec<String> = p.gpus.keys().cloned().collect();
+        if nodes.len() != held.node_count as usize {
+            return Err(SlurmError::Invalid {
+                what: "job id",
+                value: p.job.clone(),
+                message: format!(
+                    "the plan puts it on {} node(s) but it asks for {}",
+                    nodes.len(),
+                    held.node_count
+                ),
+            });
+        }
+        let exclude = round
+            .all_nodes
+            .iter()
+            .filter(|n| !nodes.contains(n))
+            .cloned()
+            .collect();
+        actions.push(Action::Start {
+            job: p.job.clone(),
+            nodes,
+            exclude,
+            clear_begin: held.clear_begin,
+        });
+    }
+    for a in &actions {
+        a.commands()?;
+    }
+    Ok(actions)
+}

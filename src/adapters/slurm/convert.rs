@@ -1,0 +1,383 @@
+//! A [`Snapshot`] of the cluster -> the round's instance, with these conventions (also in
+//! docs/slurm.md):
+//!
+//! - **Nodes**: every node of `sinfo` (of `--partition` when given) with GPUs in its GRES; rack
+//!   = its level-0 switch, pod = the switch above. A node that is down, drained or draining
+//!   keeps its running jobs but all its GPUs are marked `down`, so nothing new starts there.
+//! - **Pending gangs**: jobs held by their user (`sbatch --hold`; `JobHeldUser`) that ask
+//!   `-N k --gres=gpu:g` (k nodes with g GPUs each: `gpus: k*g, gpus_per_node: g`) or
+//!   `-N 1 --gpus=g`. Other held jobs are left alone and listed as ignored.
+//! - **Running jobs**: `RUNNING`, `COMPLETING`, `CONFIGURING`, `SUSPENDED` jobs, with their GPU
+//!   indices from `gres_detail`. Jobs the cron released that Slurm has not started yet are
+//!   reserved as running (non-preemptible) on the nodes they were pinned to.
+//! - **Priority**: Slurm writes 0 as the priority of every held job (a hold *is* priority 0),
+//!   so its number cannot rank gangs. The rank key is (PriorityTier of the job's partition,
+//!   then lower `nice` first); the distinct keys of the round, sorted, are numbered 0, 1, 2...
+//!   (dense ranks): deterministic, small, and the same for running and held jobs.
+//! - **Tenant**: the job's account (`default` when empty); every tenant has weight 1.
+//! - **Preemptible**: a running job whose `--comment` holds the word `preemptible`, or that
+//!   runs in a partition named by `--preemptible-partition`.
+
+use super::cli::{check_job_id, check_node_name};
+use super::parse::{gpu_gres, SlurmJob, Snapshot};
+use super::SlurmError;
+use crate::instance::raw::{
+    GpuTypes, RawInstance, RawNode, RawPending, RawPolicy, RawRunning, RawTenant,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How Slurm's facts map onto the planner's (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Conventions {
+    /// Plan only this partition's nodes and held jobs.
+    pub partition: Option<String>,
+    /// Running jobs of these partitions are preemptible.
+    pub preemptible_partitions: BTreeSet<String>,
+    /// Policy block for the instance (time limit, gap, weights).
+    pub policy: Option<RawPolicy>,
+}
+
+/// The word in a job's `--comment` that makes it preemptible.
+pub const PREEMPTIBLE_WORD: &str = "preemptible";
+
+/// A held job the plan may start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldJob {
+    /// Nodes the job asks for (`-N`).
+    pub node_count: u32,
+    /// Whether a begin time must be cleared on release (the job was requeued, or its
+    /// eligible time lies in the future).
+    pub clear_begin: bool,
+}
+
+/// The round read from Slurm.
+#[derive(Debug, Clone)]
+pub struct SlurmRound {
+    /// The instance to plan.
+    pub raw: RawInstance,
+    /// Held jobs the plan may start, by id.
+    pub held: BTreeMap<String, HeldJob>,
+    /// Held jobs left alone, with why.
+    pub ignored: Vec<(String, String)>,
+    /// Running job ids the plan may preempt through Slurm (in-flight reservations excluded).
+    pub running: BTreeSet<String>,
+    /// Released jobs still waiting to start, kept as reservations.
+    pub in_flight: Vec<String>,
+    /// Every node name of the cluster (for `ExcNodeList`).
+    pub all_nodes: Vec<String>,
+}
+
+const HOLDING_STATES: &[&str] = &["RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"];
+
+fn in_partition(job: &SlurmJob, p: &Option<String>) -> bool {
+    p.as_ref()
+        .is_none_or(|p| job.partition.split(',').any(|x| x == p))
+}
+
+fn tenant_of(job: &SlurmJob) -> String {
+    if job.account.is_empty() {
+        "default".into()
+    } else {
+        job.account.clone()
+    }
+}
+
+fn is_preemptible(job: &SlurmJob, conv: &Conventions) -> bool {
+    job.comment
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .any(|w| w.eq_ignore_ascii_case(PREEMPTIBLE_WORD))
+        || job
+            .partition
+            .split(',')
+            .any(|p| conv.preemptible_partitions.contains(p))
+}
+
+/// The gang shape of a held job: (gpus, gpus_per_node, gpu type), or why it is not planned.
+fn gang_shape(job: &SlurmJob) -> Result<(u64, Option<u64>, Option<String>), String> {
+    let per_node = gpu_gres(&job.tres_per_node).map_err(|e| e.to_string())?;
+    let per_job = gpu_gres(&job.tres_per_job).map_err(|e| e.to_string())?;
+    let gtype = per_node
+        .iter()
+        .chain(&per_job)
+        .find_map(|g| g.gpu_type.clone());
+    let g: u64 = per_node.iter().map(|g| g.count as u64).sum();
+    if g > 0 {
+        return Ok((g * job.node_count as u64, Some(g), gtype));
+    }
+    let k: u64 = per_job.iter().map(|g| g.count as u64).sum();
+    if k > 0 {
+        if job.node_count == 1 {
+            return Ok((k, None, gtype));
+        }
+        return Err(format!(
+            "asks --gpus={k} over {} nodes without a per-node shape; submit it as -N {} --gres=gpu:G",
+            job.node_count, job.node_count
+        ));
+    }
+    Err("asks no GPUs; gangplan plans GPU gangs only".into())
+}
+
+/// Build the round from a snapshot. `released`: jobs this cron released earlier, with the
+/// nodes they were pinned to; those Slurm has not started yet are kept as reservations.
+pub fn build_round(
+    snap: &Snapshot,
+    conv: &Conventions,
+    released: &BTreeMap<String, Vec<String>>,
+) -> Result<SlurmRound, SlurmError> {
+    let all_nodes: Vec<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
+    for n in &all_nodes {
+        check_node_name(n)?;
+    }
+    // Nodes in scope.
+    let mut nodes = Vec::new();
+    let mut gpus_of: BTreeMap<String, u32> = BTreeMap::new();
+    for n in &snap.nodes {
+        if let Some(p) = &conv.partition {
+            let listed = snap
+                .partitions
+                .get(p)
+                .is_some_and(|x| x.nodes.contains(&n.name));
+            if !listed && !n.partitions.contains(p) {
+                continue;
+            }
+        }
+        let gres = gpu_gres(&n.gres)?;
+        let count: u32 = gres.iter().map(|g| g.count).sum();
+        if count == 0 {
+            continue;
+        }
+        let types: BTreeSet<&String> = gres.iter().filter_map(|g| g.gpu_type.as_ref()).collect();
+        let gpu_type = if types.len() == 1 {
+            types.into_iter().next().cloned()
+        } else {
+            None
+        };
+        let place = snap.places.get(&n.name).cloned().unwrap_or_default();
+        gpus_of.insert(n.name.clone(), count);
+        nodes.push(RawNode {
+            name: n.name.clone(),
+            gpus: Some(count as u64),
+            gpu_type,
+            rack: place.rack,
+            pod: place.pod,
+            down: if n.usable() {
+                Vec::new()
+            } else {
+                (0..count as u64).collect()
+            },
+            ..Default::default()
+        });
+    }
+    if nodes.is_empty() {
+        return Err(SlurmError::Parse {
+            what: "sinfo --json".into(),
+            message: match &conv.partition {
+                Some(p) => format!("no node with GPUs in partition {p:?}"),
+                None => "no node with GPUs".into(),
+            },
+        });
+    }
+
+    // Priority ranks over every job the round will hold.
+    let tier = |job: &SlurmJob| -> i64 {
+        job.partition
+            .split(',')
+            .filter_map(|p| snap.partitions.get(p))
+            .map(|p| p.priority_tier)
+            .max()
+            .unwrap_or(1)
+    };
+    let key = |job: &SlurmJob| (tier(job), -job.nice);
+    let relevant = |j: &SlurmJob| {
+        HOLDING_STATES.contains(&j.state.as_str())
+            || j.is_held()
+            || (j.state == "PENDING" && released.contains_key(&j.id.to_string()))
+    };
+    let keys: BTreeSet<(i64, i64)> = snap.jobs.iter().filter(|j| relevant(j)).map(key).collect();
+    let rank = |job: &SlurmJob| keys.iter().position(|k| *k == key(job)).unwrap_or(0) as i64;
+
+    let mut claimed: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    let mut running = Vec::new();
+    let mut running_ids = BTreeSet::new();
+    let mut tenants = BTreeSet::new();
+    let mut missing_idx: Vec<(usize, String, u32)> = Vec::new();
+    for job in snap
+        .jobs
+        .iter()
+        .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
+    {
+        let id = job.id.to_string();
+        let mut gpus: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        let per_node: u32 = gpu_gres(&job.tres_per_node)?.iter().map(|g| g.count).sum();
+        for (i, node) in job.nodes.iter().enumerate() {
+            if !gpus_of.contains_key(node) {
+                continue;
+            }
+            let detail = match job.gres_detail.get(i) {
+                Some(d) => gpu_gres(d)?,
+                None => Vec::new(),
+            };
+            let idx: Option<Vec<u32>> =
+                detail
+                    .iter()
+                    .filter_map(|g| g.indices.clone())
+                    .reduce(|mut a, b| {
+                        a.extend(b);
+                        a
+                    });
+            match idx {
+                Some(idx) => {
+                    let taken = claimed.entry(node.clone()).or_default();
+                    let mut mine = Vec::new();
+                    for g in idx {
+                        if g < gpus_of[node] && taken.insert(g) {
+                            mine.push(g as u64);
+                        } else {
+                            tracing::warn!(job = %id, node = %node, gpu = g, "GPU index out of range or held twice; ignored");
+                        }
+                    }
+                    if !mine.is_empty() {
+                        gpus.insert(node.clone(), mine);
+                    }
+                }
+                None if per_node > 0 => missing_idx.push((running.len(), node.clone(), per_node)),
+                None => {}
+            }
+        }
+        if gpus.is_empty() && !missing_idx.iter().any(|m| m.0 == running.len()) {
+            continue;
+        }
+        let tenant = tenant_of(job);
+        tenants.insert(tenant.clone());
+        running_ids.insert(id.clone());
+        running.push(RawRunning {
+            id,
+            tenant: Some(tenant),
+            priority: rank(job),
+            preemptible: job.state == "RUNNING" && is_preemptible(job, conv),
+            gpus,
+            ..Default::default()
+        });
+    }
+    // Jobs whose indices Slurm did not report: lowest unclaimed GPUs of their nodes.
+    for (k, node, count) in missing_idx {
+        let picked = take_free(&mut claimed, &node, gpus_of[&node], count);
+        tracing::warn!(job = %running[k].id, node = %node, gpus = ?picked, "GPU indices not reported; assuming the lowest free ones");
+        running[k].gpus.insert(node, picked);
+    }
+
+    // Released jobs that have not started: reservations on their pinned nodes.
+    let mut in_flight = Vec::new();
+    for job in snap
+        .jobs
+        .iter()
+        .filter(|j| j.state == "PENDING" && !j.is_held())
+    {
+        let id = job.id.to_string();
+        let Some(pinned) = released.get(&id) else {
+            continue;
+        };
+        let Ok((_, Some(per), _)) = gang_shape(job).map(|(g, p, t)| (g, p.or(Some(g)), t)) else {
+            continue;
+        };
+        let mut gpus = BTreeMap::new();
+        for node in pinned.iter().filter(|n| gpus_of.contains_key(*n)) {
+            gpus.insert(
+                node.clone(),
+                take_free(&mut claimed, node, gpus_of[node], per as u32),
+            );
+        }
+        gpus.retain(|_, v: &mut Vec<u64>| !v.is_empty());
+        if gpus.is_empty() {
+            continue;
+        }
+        let tenant = tenant_of(job);
+        tenants.insert(tenant.clone());
+        in_flight.push(id.clone());
+        running.push(RawRunning {
+            id,
+            tenant: Some(tenant),
+            priority: rank(job),
+            preemptible: false,
+            gpus,
+            ..Default::default()
+        });
+    }
+
+    // Held gangs.
+    let mut pending = Vec::new();
+    let mut held = BTreeMap::new();
+    let mut ignored = Vec::new();
+    for job in snap
+        .jobs
+        .iter()
+        .filter(|j| j.is_held() && in_partition(j, &conv.partition))
+    {
+        let id = check_job_id(&job.id.to_string())?.to_string();
+        match gang_shape(job) {
+            Ok((gpus, per_node, gtype)) => {
+                let tenant = tenant_of(job);
+                tenants.insert(tenant.clone());
+                pending.push(RawPending {
+                    id: id.clone(),
+                    tenant: Some(tenant),
+                    gpus,
+                    priority: rank(job),
+                    wait: Some((snap.now - job.submit_time).max(0) as f64),
+                    gpu_type: gtype.map(GpuTypes::One),
+                    max_nodes: Some(job.node_count as u64),
+                    gpus_per_node: per_node,
+                    ..Default::default()
+                });
+                held.insert(
+                    id,
+                    HeldJob {
+                        node_count: job.node_count,
+                        clear_begin: job.restart_cnt > 0 || job.eligible_time > snap.now,
+                    },
+                );
+            }
+            Err(why) => ignored.push((id, why)),
+        }
+    }
+
+    let raw = RawInstance {
+        nodes,
+        tenants: (!tenants.is_empty()).then(|| {
+            tenants
+                .into_iter()
+                .map(|name| RawTenant {
+                    name,
+                    weight: 1.0,
+                    quota: None,
+                })
+                .collect()
+        }),
+        running,
+        pending,
+        policy: conv.policy.clone(),
+    };
+    Ok(SlurmRound {
+        raw,
+        held,
+        ignored,
+        running: running_ids,
+        in_flight,
+        all_nodes,
+    })
+}
+
+fn take_free(
+    claimed: &mut BTreeMap<String, BTreeSet<u32>>,
+    node: &str,
+    total: u32,
+    count: u32,
+) -> Vec<u64> {
+    let taken = claimed.entry(node.to_string()).or_default();
+    let picked: Vec<u32> = (0..total)
+        .filter(|g| !taken.contains(g))
+        .take(count as usize)
+        .collect();
+    taken.extend(&picked);
+    picked.into_iter().map(u64::from).collect()
+}

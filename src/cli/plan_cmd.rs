@@ -1,0 +1,226 @@
+//! `gangplan plan`: one cron round on an instance file, for sites without Slurm (the same
+//! lock, stability memory, metrics and outputs as `gangplan slurm plan`). Also holds what both
+//! cron commands share: logging setup, the state-dir lock, writing the round's files.
+
+use super::{exit, Failure};
+use clap::{Args, ValueEnum};
+use gangplan::cron::metrics::RoundMetrics;
+use gangplan::cron::round::{plan_with_memory, Planned};
+use gangplan::cron::{k8s, CronError, Memory, RoundLock, StateDir};
+use gangplan::fsutil::write_atomic;
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::load_instance_file;
+use gangplan::plan::Plan;
+use gangplan::solve::PlannerKind;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Log line format (logs go to stderr).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Extra outputs.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Emit {
+    /// Kubernetes v1/Binding objects, one per node of each placed job (bindings.yaml).
+    K8s,
+}
+
+/// Planner choice of a cron round.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CronPlanner {
+    /// Greedy start, then the MIP (HiGHS); never worse than greedy.
+    Ilp,
+    /// The greedy bin-packer alone.
+    Greedy,
+}
+
+impl CronPlanner {
+    /// The library's planner kind.
+    pub fn kind(self) -> PlannerKind {
+        match self {
+            CronPlanner::Ilp => PlannerKind::Ilp,
+            CronPlanner::Greedy => PlannerKind::Greedy,
+        }
+    }
+}
+
+/// Flags both cron commands share.
+#[derive(Debug, Args)]
+pub struct CronFlags {
+    /// Seconds for the planner (overrides policy.time_limit).
+    #[arg(long, value_name = "S")]
+    pub time_limit: Option<f64>,
+    /// Which planner.
+    #[arg(long, value_enum, default_value_t = CronPlanner::Ilp)]
+    pub planner: CronPlanner,
+    /// Log format on stderr (level from RUST_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Also write these outputs.
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
+    /// Kubernetes namespace of the pods (with --emit k8s).
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+}
+
+/// Run one round on an instance file.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Instance file (YAML or JSON; see SPEC.md): the cluster's state this round.
+    #[arg(long, value_name = "FILE")]
+    pub instance: PathBuf,
+    /// State dir: lock, memory of the last round, metrics (created when missing).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: PathBuf,
+    /// Output dir: plan.json (and bindings.yaml with --emit k8s).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub cron: CronFlags,
+}
+
+/// Set up `tracing` on stderr. Safe to call twice (the second call is ignored).
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// Check the shared flags.
+pub fn check_flags(f: &CronFlags) -> Result<(), Failure> {
+    if let Some(t) = f.time_limit {
+        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
+            return Err(Failure::new(
+                exit::BAD_INPUT,
+                anyhow::anyhow!("--time-limit is {t}; expected seconds in (0, 86400]"),
+            ));
+        }
+    }
+    if f.emit == Some(Emit::K8s) && !k8s::is_dns_label(&f.namespace) {
+        return Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!("--namespace {:?} is not a DNS-1123 label", f.namespace),
+        ));
+    }
+    Ok(())
+}
+
+/// Map a cron error to its exit code.
+pub fn cron_failure(e: CronError) -> Failure {
+    let code = match &e {
+        CronError::Locked { .. } => exit::LOCKED,
+        CronError::Io { .. } => exit::IO,
+        CronError::Corrupt { .. } => exit::BAD_INPUT,
+    };
+    Failure::new(code, e.into())
+}
+
+/// Open the state dir, take its lock and read the memory.
+pub fn open_state(dir: &Path) -> Result<(StateDir, RoundLock, Memory), Failure> {
+    let state = StateDir::open(dir).map_err(cron_failure)?;
+    let lock = RoundLock::acquire(&state.lock()).map_err(cron_failure)?;
+    let memory = Memory::load(&state.memory()).map_err(cron_failure)?;
+    Ok((state, lock, memory))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    write_atomic(path, text.as_bytes()).map_err(|e| Failure::new(exit::IO, e.into()))
+}
+
+/// The plan as pretty JSON.
+pub fn plan_json(plan: &Plan) -> Result<String, Failure> {
+    serde_json::to_string_pretty(plan)
+        .map(|s| s + "\n")
+        .map_err(|e| Failure::new(exit::INTERNAL, e.into()))
+}
+
+/// Write the round's state files: last plan, metrics, memory (in that order; each atomic).
+pub fn save_round(
+    state: &StateDir,
+    memory: &Memory,
+    plan: &Plan,
+    metrics: &RoundMetrics,
+) -> Result<(), Failure> {
+    write(&state.last_plan(), &plan_json(plan)?)?;
+    write(&state.metrics(), &metrics.render())?;
+    memory.save(&state.memory()).map_err(cron_failure)
+}
+
+/// Write bindings.yaml into `dir` when asked.
+pub fn emit_outputs(flags: &CronFlags, plan: &Plan, dir: &Path) -> Result<(), Failure> {
+    if flags.emit == Some(Emit::K8s) {
+        let b = k8s::bindings(plan, &flags.namespace)
+            .map_err(|e| Failure::new(exit::BAD_INPUT, anyhow::anyhow!(e)))?;
+        let text =
+            k8s::to_yaml(&b).map_err(|e| Failure::new(exit::INTERNAL, anyhow::anyhow!(e)))?;
+        write(&dir.join("bindings.yaml"), &text)?;
+        tracing::info!(objects = b.len(), path = %dir.join("bindings.yaml").display(), "wrote Kubernetes bindings");
+    }
+    Ok(())
+}
+
+/// Log the plan's outcome.
+pub fn log_planned(p: &Planned) {
+    tracing::info!(
+        status = ?p.plan.status,
+        objective = p.plan.solver.objective,
+        gap = p.plan.solver.gap,
+        seconds = p.plan.solver.seconds,
+        placed = p.plan.placements.len(),
+        pending = p.plan.pending.len(),
+        preempted = p.plan.preemptions.len(),
+        kept = p.kept.len(),
+        "planned"
+    );
+}
+
+/// Run `plan`.
+pub fn run(a: PlanArgs) -> Result<i32, Failure> {
+    let started = Instant::now();
+    init_logging(a.cron.log_format);
+    check_flags(&a.cron)?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| Failure::new(exit::IO, anyhow::anyhow!("{}: {e}", a.out.display())))?;
+    let (state, _lock, mut memory) = open_state(&a.state_dir)?;
+    let mut inst =
+        load_instance_file(&a.instance, &ModelLibrary::builtin()).map_err(Failure::from_lib)?;
+    if let Some(t) = a.cron.time_limit {
+        inst.policy.time_limit = t;
+    }
+    let planned =
+        plan_with_memory(inst, a.cron.planner.kind(), &memory).map_err(Failure::from_lib)?;
+    log_planned(&planned);
+    write(&a.out.join("plan.json"), &plan_json(&planned.plan)?)?;
+    emit_outputs(&a.cron, &planned.plan, &a.out)?;
+    memory.round += 1;
+    memory.placements = Memory::placements_of(&planned.plan);
+    let mut metrics = RoundMetrics::from_plan(&planned.plan);
+    metrics.kept = planned.kept.len() as u32;
+    metrics.timestamp = unix_now();
+    metrics.round_seconds = started.elapsed().as_secs_f64();
+    save_round(&state, &memory, &planned.plan, &metrics)?;
+    Ok(exit::OK)
+}
+
+/// Now, Unix seconds.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

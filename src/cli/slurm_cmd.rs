@@ -1,0 +1,253 @@
+//! `gangplan slurm plan`: one planning round on a live Slurm cluster (run it from cron or a
+//! systemd timer). Reads the cluster, plans the held gangs, prints what it would do, and with
+//! `--apply` does it: requeue-hold the victims, pin each placed job to exactly its nodes and
+//! release it. See docs/slurm.md.
+
+use super::plan_cmd::{
+    check_flags, emit_outputs, init_logging, log_planned, open_state, save_round, unix_now,
+    CronFlags,
+};
+use super::{exit, Failure};
+use clap::{Args, Subcommand};
+use gangplan::adapters::slurm::{
+    build_round, plan_actions, Action, Conventions, RealSlurm, SlurmCli, SlurmError, Snapshot,
+};
+use gangplan::cron::journal::{self, Entry};
+use gangplan::cron::memory::Released;
+use gangplan::cron::metrics::RoundMetrics;
+use gangplan::cron::round::plan_with_memory;
+use gangplan::cron::Memory;
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::load::parse_document;
+use gangplan::instance::raw::RawPolicy;
+use gangplan::instance::validate::validate;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Slurm commands.
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    #[command(subcommand)]
+    command: SlurmCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SlurmCommand {
+    /// One planning round on the Slurm cluster named by SLURM_CONF (dry run unless --apply).
+    Plan(SlurmPlanArgs),
+}
+
+/// Flags of `gangplan slurm plan`.
+#[derive(Debug, Args)]
+pub struct SlurmPlanArgs {
+    /// Carry the plan out (requeue-hold, pin, release); without it nothing is changed.
+    #[arg(long)]
+    pub apply: bool,
+    /// State dir: lock, memory of the last round, journal, metrics (created when missing).
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/gangplan/slurm")]
+    pub state_dir: PathBuf,
+    /// Plan only this partition's nodes and held jobs.
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// Running jobs of this partition are preemptible (repeatable); jobs whose --comment holds
+    /// the word `preemptible` are too.
+    #[arg(long, value_name = "P")]
+    pub preemptible_partition: Vec<String>,
+    /// Policy block (YAML/JSON: time_limit, mip_gap, weights, preemption) for every round.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Hold again (with --apply) a job released this many seconds ago that has not started.
+    #[arg(long, value_name = "S", default_value_t = 300)]
+    pub start_timeout: u64,
+    #[command(flatten)]
+    pub cron: CronFlags,
+}
+
+/// Map an adapter error to its exit code: unreadable state is bad input, a failing command an
+/// I/O failure with the cluster.
+fn slurm_failure(e: SlurmError) -> Failure {
+    let code = match &e {
+        SlurmError::Parse { .. } | SlurmError::Invalid { .. } => exit::BAD_INPUT,
+        SlurmError::Spawn { .. } | SlurmError::Command { .. } => exit::IO,
+    };
+    Failure::new(code, e.into())
+}
+
+/// Run `slurm ...`.
+pub fn run(a: SlurmArgs) -> Result<i32, Failure> {
+    match a.command {
+        SlurmCommand::Plan(p) => plan(p, &RealSlurm),
+    }
+}
+
+/// One round against `cli`.
+pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
+    let started = Instant::now();
+    init_logging(a.cron.log_format);
+    check_flags(&a.cron)?;
+    if let Some(p) = &a.partition {
+        gangplan::adapters::slurm::cli::check_node_name(p).map_err(slurm_failure)?;
+    }
+    let policy: Option<RawPolicy> = match &a.policy {
+        Some(path) => {
+            let text = gangplan::instance::load::read_document(path).map_err(Failure::from_lib)?;
+            Some(parse_document(&text, &path.display().to_string()).map_err(Failure::from_lib)?)
+        }
+        None => None,
+    };
+    let (state, _lock, mut memory) = open_state(&a.state_dir)?;
+    memory.round += 1;
+    let round_no = memory.round;
+    let now = unix_now();
+    let snap = Snapshot::read(cli, now).map_err(slurm_failure)?;
+    let conv = Conventions {
+        partition: a.partition.clone(),
+        preemptible_partitions: a.preemptible_partition.iter().cloned().collect(),
+        policy,
+    };
+    let released: BTreeMap<String, Vec<String>> = memory
+        .released
+        .iter()
+        .map(|(k, v)| (k.clone(), v.nodes.clone()))
+        .collect();
+    let round = build_round(&snap, &conv, &released).map_err(slurm_failure)?;
+    // Forget released jobs that started (or vanished); keep those still starting.
+    memory.released.retain(|id, _| round.in_flight.contains(id));
+    for (id, why) in &round.ignored {
+        tracing::info!(job = %id, reason = %why, "held job not planned");
+    }
+    let mut inst = validate(&round.raw, &ModelLibrary::builtin()).map_err(|issues| {
+        Failure::from_lib(gangplan::Error::Input {
+            source_name: "the Slurm cluster's state".into(),
+            issues,
+        })
+    })?;
+    if let Some(t) = a.cron.time_limit {
+        inst.policy.time_limit = t;
+    }
+    tracing::info!(
+        round = round_no,
+        nodes = inst.nodes.len(),
+        running = inst.running.len(),
+        held = inst.pending.len(),
+        in_flight = round.in_flight.len(),
+        "read cluster state"
+    );
+    let planned =
+        plan_with_memory(inst, a.cron.planner.kind(), &memory).map_err(Failure::from_lib)?;
+    log_planned(&planned);
+    let plan = &planned.plan;
+    let mut actions: Vec<Action> = memory
+        .released
+        .iter()
+        .filter(|(_, r)| now - r.at > a.start_timeout as i64)
+        .map(|(id, _)| Action::Rehold { job: id.clone() })
+        .collect();
+    actions.extend(plan_actions(&round, plan).map_err(|e| {
+        Failure::new(
+            exit::INTERNAL,
+            anyhow::anyhow!("the plan does not match the cluster (a bug): {e}"),
+        )
+    })?);
+
+    let verb = if a.apply { "doing" } else { "would" };
+    println!(
+        "round {round_no}: {} to start, {} to preempt, {} left pending{}",
+        plan.placements.len(),
+        plan.preemptions.len(),
+        plan.pending.len(),
+        if a.apply {
+            ""
+        } else {
+            " (dry run: nothing changed; --apply to carry it out)"
+        }
+    );
+    for act in &actions {
+        let why = match act {
+            Action::Preempt { job } => plan
+                .preemptions
+                .iter()
+                .find(|p| &p.job == job)
+                .map(|p| format!(": {}", p.reason))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        println!("{verb}: {}{why}", act.describe());
+    }
+    for p in &plan.pending {
+        println!("pending: job {}: {}", p.job, p.reason);
+    }
+    for (id, why) in &round.ignored {
+        println!("ignored: held job {id}: {why}");
+    }
+
+    let mut failures = 0u32;
+    let mut first_error = None;
+    if a.apply {
+        let mut applied = Vec::new();
+        for act in &actions {
+            let result = act.run(cli);
+            let entry = Entry {
+                time: unix_now(),
+                round: round_no,
+                action: act,
+                outcome: if result.is_ok() { "ok" } else { "failed" },
+                error: result.as_ref().err().map(|e| e.to_string()),
+            };
+            if let Err(e) = journal::append(&state.journal(), &entry) {
+                tracing::error!(error = %e, "could not write the journal");
+            }
+            match result {
+                Ok(()) => {
+                    tracing::info!(job = %act.job(), action = %act.describe(), "applied");
+                    match act {
+                        Action::Start { job, nodes, .. } => {
+                            memory.released.insert(
+                                job.clone(),
+                                Released {
+                                    nodes: nodes.clone(),
+                                    at: unix_now(),
+                                },
+                            );
+                        }
+                        Action::Rehold { job } => {
+                            memory.released.remove(job);
+                        }
+                        Action::Preempt { .. } => {}
+                    }
+                    applied.push(act.describe());
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::error!(
+                        job = %act.job(),
+                        action = %act.describe(),
+                        error = %e,
+                        applied = ?applied,
+                        "apply stopped; what was applied is in the journal, the next round finishes the rest"
+                    );
+                    first_error = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+
+    memory.placements = Memory::placements_of(plan);
+    let mut metrics = RoundMetrics::from_plan(plan);
+    metrics.kept = planned.kept.len() as u32;
+    metrics.applied = a.apply;
+    metrics.apply_failures = failures;
+    metrics.timestamp = unix_now();
+    metrics.round_seconds = started.elapsed().as_secs_f64();
+    emit_outputs(&a.cron, plan, state.root())?;
+    save_round(&state, &memory, plan, &metrics)?;
+    match first_error {
+        Some(e) => Err(Failure::new(
+            exit::IO,
+            anyhow::anyhow!("apply stopped after a failed Slurm command (re-run to finish): {e}"),
+        )),
+        None => Ok(exit::OK),
+    }
+}

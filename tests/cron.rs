@@ -1,0 +1,535 @@
+//! The planning cron without a cluster: Slurm state from recorded command output (fed through
+//! the `SlurmCli` trait), the conventions, the actions a plan turns into, stability across
+//! rounds, the round lock, metrics and the Kubernetes bindings.
+
+use gangplan::adapters::slurm::parse::gpu_gres;
+use gangplan::adapters::slurm::{
+    build_round, plan_actions, Action, Conventions, SlurmCli, SlurmError, Snapshot,
+};
+use gangplan::cron::k8s;
+use gangplan::cron::round::plan_with_memory;
+use gangplan::cron::stability::stabilize;
+use gangplan::cron::{Memory, RoundLock};
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::{parse_instance, validate::validate};
+use gangplan::round::plan_round;
+use gangplan::solve::PlannerKind;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slurm");
+
+/// Answers read commands from recorded files and records every command it is given.
+struct Recorded {
+    calls: RefCell<Vec<String>>,
+    fail_on: Option<String>,
+}
+
+impl Recorded {
+    fn new() -> Self {
+        Recorded {
+            calls: RefCell::new(Vec::new()),
+            fail_on: None,
+        }
+    }
+}
+
+impl SlurmCli for Recorded {
+    fn run(&self, program: &str, args: &[String]) -> Result<String, SlurmError> {
+        let line = std::iter::once(program.to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.calls.borrow_mut().push(line.clone());
+        if self.fail_on.as_deref().is_some_and(|f| line.contains(f)) {
+            return Err(SlurmError::Command {
+                command: line,
+                status: "exit status: 1".into(),
+                stderr: "slurm_update error: Invalid job id specified".into(),
+            });
+        }
+        let file = match line.as_str() {
+            "squeue --json" => "squeue.json",
+            "sinfo --json" => "sinfo.json",
+            "scontrol -o show partition" => "partitions.txt",
+            "scontrol show topology" => "topology.txt",
+            _ => return Ok(String::new()),
+        };
+        Ok(std::fs::read_to_string(Path::new(FIX).join(file)).expect("fixture"))
+    }
+}
+
+fn snapshot() -> Snapshot {
+    // The recorded cluster was read at this time (a little after its last submission).
+    Snapshot::read(&Recorded::new(), 1_795_983_400).expect("recorded state parses")
+}
+
+/// The recorded cluster: 4 nodes x 8 GPUs in racks rack1 (node1-2) and rack2 (node3-4);
+/// running: 6 (node3, 4 GPUs), 7 (node1+node2, 8 each), 9 (node4, 4 GPUs, comment
+/// "preemptible ckpt"); held: 8 (no GPUs), 10 (partition urgent, -N1 gpu:8),
+/// 11 (nice 10, -N2 gpu:8).
+#[test]
+fn recorded_state_becomes_a_valid_instance_with_the_documented_conventions() {
+    let snap = snapshot();
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let raw = &round.raw;
+    assert_eq!(raw.nodes.len(), 4);
+    let racks: Vec<_> = raw.nodes.iter().map(|n| n.rack.clone().unwrap()).collect();
+    assert_eq!(racks, ["rack1", "rack1", "rack2", "rack2"]);
+    assert!(raw
+        .nodes
+        .iter()
+        .all(|n| n.gpus == Some(8) && n.down.is_empty()));
+
+    let run = |id: &str| raw.running.iter().find(|r| r.id == id).unwrap();
+    assert_eq!(
+        run("6").gpus,
+        BTreeMap::from([("node3".to_string(), vec![0, 1, 2, 3])])
+    );
+    assert_eq!(run("7").gpus.len(), 2);
+    assert!(run("9").preemptible);
+    assert!(!run("6").preemptible);
+    assert_eq!(run("9").tenant.as_deref(), Some("acct2"));
+    assert_eq!(run("6").tenant.as_deref(), Some("acct1"));
+    assert_eq!(run("7").tenant.as_deref(), Some("default"));
+
+    let pend = |id: &str| raw.pending.iter().find(|p| p.id == id).unwrap();
+    assert_eq!((pend("10").gpus, pend("10").gpus_per_node), (8, Some(8)));
+    assert_eq!((pend("11").gpus, pend("11").gpus_per_node), (16, Some(8)));
+    // Ranks: urgent (tier 10) above gpu (tier 1); nice 10 below nice 0; dense from 0.
+    assert!(pend("10").priority > run("9").priority);
+    assert!(pend("11").priority < run("9").priority);
+    assert_eq!(pend("11").priority, 0);
+    assert!(round
+        .ignored
+        .iter()
+        .any(|(id, why)| id == "8" && why.contains("no GPUs")));
+    assert!(!raw.pending.iter().any(|p| p.id == "8"));
+    validate(raw, &ModelLibrary::builtin()).expect("valid instance");
+}
+
+#[test]
+fn plan_preempts_the_preemptible_job_and_pins_the_urgent_one() {
+    let snap = snapshot();
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let actions = plan_actions(&round, &plan).unwrap();
+    assert_eq!(
+        actions,
+        vec![
+            Action::Preempt { job: "9".into() },
+            Action::Start {
+                job: "10".into(),
+                nodes: vec!["node4".into()],
+                exclude: vec!["node1".into(), "node2".into(), "node3".into()],
+                clear_begin: false,
+            },
+        ]
+    );
+    assert!(plan.pending.iter().any(|p| p.job == "11"));
+    // The exact commands, as argument vectors.
+    let cli = Recorded::new();
+    for a in &actions {
+        a.run(&cli).unwrap();
+    }
+    assert_eq!(
+        *cli.calls.borrow(),
+        vec![
+            "scontrol requeuehold 9",
+            "scontrol update JobId=10 NodeList=node4 ExcNodeList=node1,node2,node3",
+            "scontrol release 10",
+        ]
+    );
+}
+
+#[test]
+fn a_failing_command_stops_the_action() {
+    let cli = Recorded {
+        calls: RefCell::new(Vec::new()),
+        fail_on: Some("update".into()),
+    };
+    let a = Action::Start {
+        job: "10".into(),
+        nodes: vec!["node4".into()],
+        exclude: vec![],
+        clear_begin: true,
+    };
+    let e = a.run(&cli).unwrap_err();
+    assert!(e.to_string().contains("Invalid job id"), "{e}");
+    // The release never ran after the failed pin.
+    assert_eq!(cli.calls.borrow().len(), 1);
+    assert!(cli.calls.borrow()[0].ends_with("StartTime=now"));
+}
+
+#[test]
+fn unsafe_ids_and_names_never_reach_slurm() {
+    for a in [
+        Action::Preempt {
+            job: "9;reboot".into(),
+        },
+        Action::Start {
+            job: "10".into(),
+            nodes: vec!["node1,node2".into()],
+            exclude: vec![],
+            clear_begin: false,
+        },
+        Action::Start {
+            job: "10".into(),
+            nodes: vec!["node1".into()],
+            exclude: vec!["n ExcNodeList=x".into()],
+            clear_begin: false,
+        },
+    ] {
+        let cli = Recorded::new();
+        assert!(a.run(&cli).is_err(), "{a:?}");
+        assert!(cli.calls.borrow().is_empty());
+    }
+}
+
+#[test]
+fn released_jobs_not_yet_started_are_reservations() {
+    let mut snap = snapshot();
+    // Job 10 was released onto node4 last round and waits there (not held any more).
+    let j = snap.jobs.iter_mut().find(|j| j.id == 10).unwrap();
+    j.reason = "Resources".into();
+    let released = BTreeMap::from([("10".to_string(), vec!["node4".to_string()])]);
+    let round = build_round(&snap, &Conventions::default(), &released).unwrap();
+    assert_eq!(round.in_flight, vec!["10".to_string()]);
+    let r = round.raw.running.iter().find(|r| r.id == "10").unwrap();
+    assert!(!r.preemptible);
+    // node4 has GPUs 0-3 held by job 9: the reservation takes the other four.
+    assert_eq!(r.gpus["node4"], vec![4, 5, 6, 7]);
+    assert!(!round.raw.pending.iter().any(|p| p.id == "10"));
+    validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+}
+
+#[test]
+fn partition_filter_and_preemptible_partitions() {
+    let snap = snapshot();
+    let conv = Conventions {
+        partition: Some("urgent".into()),
+        ..Default::default()
+    };
+    let round = build_round(&snap, &conv, &BTreeMap::new()).unwrap();
+    let ids: Vec<_> = round.raw.pending.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["10"]);
+    let conv = Conventions {
+        preemptible_partitions: ["gpu".to_string()].into(),
+        ..Default::default()
+    };
+    let round = build_round(&snap, &conv, &BTreeMap::new()).unwrap();
+    assert!(round.raw.running.iter().all(|r| r.preemptible));
+    let conv = Conventions {
+        partition: Some("nope".into()),
+        ..Default::default()
+    };
+    assert!(build_round(&snap, &conv, &BTreeMap::new()).is_err());
+}
+
+#[test]
+fn drained_nodes_take_no_new_work() {
+    let mut snap = snapshot();
+    for n in snap.nodes.iter_mut() {
+        if n.name == "node4" {
+            n.flags.push("DRAIN".into());
+        }
+    }
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let n4 = round.raw.nodes.iter().find(|n| n.name == "node4").unwrap();
+    assert_eq!(n4.down.len(), 8);
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    assert!(plan
+        .placements
+        .iter()
+        .all(|p| !p.gpus.contains_key("node4")));
+}
+
+#[test]
+fn gres_strings() {
+    let g = gpu_gres("gpu:h100:4(S:0),gpu:h100:4(S:1)").unwrap();
+    assert_eq!(g.iter().map(|x| x.count).sum::<u32>(), 8);
+    assert!(gpu_gres("gpu:x:y:z").is_err());
+}
+
+const TWO_EQUAL: &str = r#"
+nodes:
+  - {name: a, gpus: 8, rack: r1}
+  - {name: b, gpus: 8, rack: r1}
+pending:
+  - {id: j1, gpus: 4}
+"#;
+
+#[test]
+fn stability_keeps_last_rounds_placement_when_still_good() {
+    let lib = ModelLibrary::builtin();
+    let inst = parse_instance(TWO_EQUAL, "t", &lib).unwrap();
+    let plan = plan_round(inst.clone(), PlannerKind::Ilp, None).unwrap();
+    let chosen = plan.placements[0].gpus.keys().next().unwrap().clone();
+    let other = if chosen == "a" { "b" } else { "a" };
+    // Last round put j1 on the other (equally good) node: keep it there.
+    let prev = BTreeMap::from([(
+        "j1".to_string(),
+        BTreeMap::from([(other.to_string(), 4u32)]),
+    )]);
+    let (kept_plan, kept) = stabilize(&inst, plan.clone(), &prev).unwrap();
+    assert_eq!(kept, ["j1"]);
+    assert!(kept_plan.placements[0].gpus.contains_key(other));
+    gangplan::plan::validate_plan(&inst, &kept_plan).unwrap();
+    // A memory naming a node that cannot hold the job is ignored.
+    let prev = BTreeMap::from([("j1".to_string(), BTreeMap::from([("zz".to_string(), 4u32)]))]);
+    let (same, kept) = stabilize(&inst, plan.clone(), &prev).unwrap();
+    assert!(kept.is_empty());
+    assert_eq!(same, plan);
+    // Through the round function with a memory: the same.
+    let mem = Memory {
+        placements: BTreeMap::from([(
+            "j1".to_string(),
+            BTreeMap::from([(other.to_string(), 4u32)]),
+        )]),
+        ..Default::default()
+    };
+    let p = plan_with_memory(inst, PlannerKind::Ilp, &mem).unwrap();
+    assert!(p.plan.placements[0].gpus.contains_key(other));
+}
+
+#[test]
+fn stability_gives_way_when_the_old_placement_is_much_worse() {
+    // Node a is half full: packing j1 there is clearly better than opening empty node b.
+    let yaml = r#"
+nodes:
+  - {name: a, gpus: 8, rack: r1}
+  - {name: b, gpus: 8, rack: r1}
+running:
+  - {id: r, gpus: {a: [0, 1, 2, 3]}}
+pending:
+  - {id: j1, gpus: 4}
+"#;
+    let lib = ModelLibrary::builtin();
+    let inst = parse_instance(yaml, "t", &lib).unwrap();
+    let plan = plan_round(inst.clone(), PlannerKind::Ilp, None).unwrap();
+    assert!(plan.placements[0].gpus.contains_key("a"));
+    let prev = BTreeMap::from([("j1".to_string(), BTreeMap::from([("b".to_string(), 4u32)]))]);
+    let (out, kept) = stabilize(&inst, plan, &prev).unwrap();
+    assert!(kept.is_empty());
+    assert!(out.placements[0].gpus.contains_key("a"));
+}
+
+fn gangplan() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gangplan"))
+}
+
+#[test]
+fn plan_command_writes_plan_metrics_memory_and_bindings() {
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("round.yaml");
+    std::fs::write(
+        &inst,
+        r#"
+nodes:
+  - {name: node-1, gpus: 8, rack: r1}
+  - {name: node-2, gpus: 8, rack: r1}
+pending:
+  - {id: Train_7, gpus: 16, gpus_per_node: 8}
+  - {id: small, gpus: 2}
+  - {id: huge, gpus: 64}
+"#,
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let out = dir.path().join("out");
+    let run = || {
+        gangplan()
+            .args(["plan", "--instance"])
+            .arg(&inst)
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--out")
+            .arg(&out)
+            .args(["--emit", "k8s", "--namespace", "ml", "--log-format", "json"])
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // JSON logs: every stderr line is a JSON object.
+    for line in String::from_utf8_lossy(&o.stderr).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json log line");
+        assert!(v.get("level").is_some());
+    }
+    let plan: gangplan::plan::Plan =
+        serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
+    assert!(plan.pending.iter().any(|p| p.job == "huge"));
+    let metrics = std::fs::read_to_string(state.join("metrics.prom")).unwrap();
+    let placed = plan.placements.len();
+    assert!(
+        metrics.contains(&format!("gangplan_jobs_placed {placed}\n")),
+        "{metrics}"
+    );
+    assert!(metrics.contains("gangplan_jobs_pending "));
+    assert!(metrics.contains("gangplan_round_seconds "));
+    let mem = Memory::load(&state.join("memory.json")).unwrap();
+    assert_eq!(mem.round, 1);
+    assert_eq!(mem.placements.len(), placed);
+
+    // Bindings: one per node of each placement, each valid against the Binding schema.
+    let yaml = std::fs::read_to_string(out.join("bindings.yaml")).unwrap();
+    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let want: usize = plan.placements.iter().map(|p| p.gpus.len()).sum();
+    assert_eq!(docs.len(), want);
+    assert!(want >= 2);
+    for d in &docs {
+        check_binding_schema(d);
+    }
+    let names: Vec<String> = docs
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"train-7-0".to_string()) && names.contains(&"train-7-1".to_string()));
+
+    // A second round on the same state changes nothing and counts the round.
+    let before = std::fs::read_to_string(out.join("plan.json")).unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(0));
+    let after: gangplan::plan::Plan =
+        serde_json::from_str(&std::fs::read_to_string(out.join("plan.json")).unwrap()).unwrap();
+    let first: gangplan::plan::Plan = serde_json::from_str(&before).unwrap();
+    assert_eq!(after.placements, first.placements);
+    assert_eq!(Memory::load(&state.join("memory.json")).unwrap().round, 2);
+}
+
+/// The schema of a Kubernetes v1 Binding (the fields the API server requires, and nothing it
+/// would reject): apiVersion v1, kind Binding, metadata.name a DNS-1123 subdomain,
+/// metadata.namespace a DNS-1123 label, annotations string -> string, target {apiVersion v1,
+/// kind Node, name a DNS-1123 subdomain}; no other top-level fields.
+fn check_binding_schema(d: &serde_yaml::Value) {
+    let map = d.as_mapping().expect("object");
+    let keys: Vec<&str> = map.keys().map(|k| k.as_str().unwrap()).collect();
+    for k in &keys {
+        assert!(
+            ["apiVersion", "kind", "metadata", "target"].contains(k),
+            "unexpected field {k}"
+        );
+    }
+    assert_eq!(d["apiVersion"].as_str(), Some("v1"));
+    assert_eq!(d["kind"].as_str(), Some("Binding"));
+    let name = d["metadata"]["name"].as_str().expect("metadata.name");
+    assert!(k8s::is_dns_subdomain(name), "{name}");
+    let ns = d["metadata"]["namespace"]
+        .as_str()
+        .expect("metadata.namespace");
+    assert!(k8s::is_dns_label(ns));
+    if let Some(a) = d["metadata"].get("annotations") {
+        for (k, v) in a.as_mapping().expect("annotations map") {
+            assert!(k.is_string() && v.is_string());
+        }
+    }
+    assert_eq!(d["target"]["apiVersion"].as_str(), Some("v1"));
+    assert_eq!(d["target"]["kind"].as_str(), Some("Node"));
+    assert!(k8s::is_dns_subdomain(
+        d["target"]["name"].as_str().expect("target.name")
+    ));
+    let gpus = d["metadata"]["annotations"]["gangplan.io/gpus"]
+        .as_str()
+        .unwrap();
+    assert!(gpus.split(',').all(|g| g.parse::<u32>().is_ok()));
+}
+
+#[test]
+fn k8s_rejects_node_names_kubernetes_would_reject() {
+    let mut plan = gangplan::plan::Plan {
+        format: "gangplan-plan/1".into(),
+        status: gangplan::plan::Status::Optimal,
+        solver: gangplan::plan::SolverInfo {
+            path: "ilp".into(),
+            seconds: 0.0,
+            objective: 0.0,
+            bound: None,
+            gap: None,
+            time_limit_hit: false,
+            greedy_objective: None,
+            note: None,
+        },
+        placements: vec![gangplan::plan::Placement {
+            job: "j".into(),
+            gpus: BTreeMap::from([("Node_1".to_string(), vec![0])]),
+            gpu_milli: None,
+        }],
+        preemptions: vec![],
+        pending: vec![],
+        metrics: gangplan::plan::Metrics {
+            gpus_total: 8,
+            gpus_busy_before: 0,
+            gpus_busy_after: 1,
+            gpus_down: 0,
+            jobs_placed: 1,
+            jobs_pending: 0,
+            jobs_preempted: 0,
+        },
+    };
+    assert!(k8s::bindings(&plan, "default").is_err());
+    plan.placements[0].gpus = BTreeMap::from([("node-1".to_string(), vec![0])]);
+    assert_eq!(k8s::bindings(&plan, "default").unwrap().len(), 1);
+    assert!(k8s::bindings(&plan, "Bad_NS").is_err());
+}
+
+#[test]
+fn a_second_round_while_one_holds_the_lock_exits_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    let inst = dir.path().join("i.yaml");
+    std::fs::write(&inst, TWO_EQUAL).unwrap();
+    let held = RoundLock::acquire(&state.join("lock")).unwrap();
+    let o = gangplan()
+        .args(["plan", "--instance"])
+        .arg(&inst)
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("holds the lock"), "{err}");
+    assert!(!state.join("memory.json").exists());
+    drop(held);
+    let o = gangplan()
+        .args(["plan", "--instance"])
+        .arg(&inst)
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn slurm_plan_without_slurm_is_an_io_failure_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = gangplan()
+        .args(["slurm", "plan", "--state-dir"])
+        .arg(dir.path())
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(6));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("squeue") && err.contains("SLURM_CONF"),
+        "{err}"
+    );
+}
