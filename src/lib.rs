@@ -50,6 +50,7 @@ pub mod objective;
 pub mod plan;
 pub mod round;
 pub mod round_state;
+pub mod sim;
 pub mod solve;
 pub mod state;
 pub mod topology;

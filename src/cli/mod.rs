@@ -3,10 +3,12 @@
 //! as internal failures.
 
 mod bench_cmd;
+mod compare_cmd;
 mod discover_cmd;
 mod explain_cmd;
 mod gen_cmd;
 mod plan_cmd;
+mod simulate_cmd;
 mod slurm_cmd;
 mod solve_cmd;
 mod validate_cmd;
@@ -70,6 +72,10 @@ enum Command {
     Explain(explain_cmd::ExplainArgs),
     /// Re-plan with added or drained nodes, quotas or weights, and show what changes.
     Whatif(whatif_cmd::WhatifArgs),
+    /// Replay a cluster trace under one planner and write a metrics report.
+    Simulate(simulate_cmd::SimulateArgs),
+    /// Run several planners on the same trace; markdown table, CSV and SVG plots.
+    Compare(compare_cmd::CompareArgs),
     /// Time whole rounds at 1k / 10k / 100k GPUs and print objective, bound, gap and ratios.
     Bench(bench_cmd::BenchArgs),
     /// Describe this node's GPUs (NVML): an instance node entry and a hardware model.
@@ -133,6 +139,8 @@ pub fn run() -> i32 {
         Command::Gen(a) => gen_cmd::run(a),
         Command::Explain(a) => explain_cmd::run(a),
         Command::Whatif(a) => whatif_cmd::run(a),
+        Command::Simulate(a) => simulate_cmd::run(a),
+        Command::Compare(a) => compare_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),

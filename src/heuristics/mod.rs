@@ -16,3 +16,9 @@ pub trait Planner {
     /// Decide the round.
     fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment;
 }
+pub mod best_fit;
+pub mod drf;
+pub mod fgd;
+pub mod fifo;
+pub mod las;
+pub mod random;

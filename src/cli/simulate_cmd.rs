@@ -1,0 +1,291 @@
+//! `gangplan simulate`: replay a trace under one planner and write a report.
+
+use super::{exit, Failure};
+use clap::{Args, ValueEnum};
+use gangplan::hardware::ModelLibrary;
+use gangplan::sim::engine::{simulate, trace_dist, Protocol, SimConfig};
+use gangplan::sim::planners::{PlannerName, RoundPlanner, NAMES};
+use gangplan::sim::trace::{self, Trace};
+use gangplan::sim::Report;
+use gangplan::solve::Formulation;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// Trace formats.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Alibaba cluster-trace-gpu-v2023 (`--nodes` node list, `--jobs` pod list).
+    Openb,
+    /// Philly job CSV (timestamp,duration,num_gpus,gpu_time,cluster); cluster from --gpus.
+    Philly,
+    /// Pollux/Sia workload CSV (name,time,application,num_replicas,batch_size).
+    Pollux,
+    /// Tiresias job CSV (job_id,num_gpu,submit_time,iterations,model_name,duration,interval).
+    Tiresias,
+}
+
+/// Protocols.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ProtocolArg {
+    /// Time-based replay: arrivals, rounds every --round seconds, completions.
+    Replay,
+    /// FGD's protocol: shuffled arrivals that never depart until --load x capacity is asked.
+    Fill,
+}
+
+/// ILP formulation on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum FormulationArg {
+    /// Per-node for small rounds, aggregated for large ones.
+    Auto,
+    /// The exact per-node model.
+    PerNode,
+    /// The aggregated model.
+    Aggregated,
+}
+
+/// Where the trace comes from and how it is replayed.
+#[derive(Debug, Args, Clone)]
+pub struct TraceArgs {
+    /// Trace format.
+    #[arg(long, value_enum)]
+    pub trace: TraceFormat,
+    /// openb: the node list CSV.
+    #[arg(long)]
+    pub nodes: Option<PathBuf>,
+    /// The job (pod) list CSV.
+    #[arg(long)]
+    pub jobs: PathBuf,
+    /// philly: keep the first N jobs by submit time.
+    #[arg(long, value_name = "N")]
+    pub limit_jobs: Option<usize>,
+    /// philly/pollux/tiresias: cluster GPUs (default: philly 512, pollux 64, tiresias 64).
+    #[arg(long)]
+    pub gpus: Option<u64>,
+    /// philly/pollux/tiresias: GPUs per node (default: philly 8, pollux 4, tiresias 4).
+    #[arg(long)]
+    pub gpus_per_node: Option<u64>,
+    /// Nodes per rack for generated clusters.
+    #[arg(long, default_value_t = 16)]
+    pub nodes_per_rack: usize,
+    /// Protocol.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Replay)]
+    pub protocol: ProtocolArg,
+    /// fill: stop submitting when the GPUs asked for reach this multiple of capacity.
+    #[arg(long, default_value_t = 1.3)]
+    pub load: f64,
+    /// fill: arrivals per planning round (1 is FGD's exact protocol; the baselines give the
+    /// same result at any batch, the ILP sees the batch at once).
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
+    /// Seed (fill order, random planner, solver).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// replay: seconds between planning rounds.
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub round: f64,
+    /// replay: seconds of run time between checkpoints (a preempted job loses the rest).
+    #[arg(long, value_name = "S", default_value_t = 1800.0)]
+    pub checkpoint_interval: f64,
+    /// ILP: time limit per round, seconds (the greedy plan is used when it runs out).
+    #[arg(long, value_name = "S", default_value_t = 2.0)]
+    pub round_time_limit: f64,
+    /// ILP formulation: auto (per-node for small rounds, aggregated for large), per-node,
+    /// aggregated.
+    #[arg(long, value_enum, default_value_t = FormulationArg::Auto)]
+    pub formulation: FormulationArg,
+    /// replay: stop after this many planning rounds.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_rounds: u64,
+}
+
+/// Replay a trace under one planner.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Trace and protocol.
+    #[command(flatten)]
+    pub t: TraceArgs,
+    /// Planner: ilp, greedy, fifo, best-fit, las, drf, fgd, random.
+    #[arg(long, default_value = "ilp")]
+    pub planner: String,
+    /// Write the report JSON here (atomically); stdout if absent.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+fn bad(m: String) -> Failure {
+    Failure::new(exit::BAD_INPUT, anyhow::anyhow!(m))
+}
+
+/// Load the trace the flags name.
+pub fn load_trace(a: &TraceArgs) -> Result<Trace, Failure> {
+    let lib_err = Failure::from_lib;
+    let name_of = |p: &PathBuf| {
+        p.file_name()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default()
+    };
+    let cluster = |gpus: u64, per: u64| {
+        trace::uniform_cluster(
+            a.gpus.unwrap_or(gpus),
+            a.gpus_per_node.unwrap_or(per),
+            a.nodes_per_rack,
+        )
+        .map_err(lib_err)
+    };
+    if a.trace != TraceFormat::Openb && a.nodes.is_some() {
+        return Err(bad(
+            "--nodes is for --trace openb; other formats take --gpus and --gpus-per-node".into(),
+        ));
+    }
+    if a.trace != TraceFormat::Philly && a.limit_jobs.is_some() {
+        return Err(bad("--limit-jobs is for --trace philly".into()));
+    }
+    let (nodes, jobs) = match a.trace {
+        TraceFormat::Openb => {
+            let Some(n) = &a.nodes else {
+                return Err(bad(
+                    "--trace openb needs --nodes (the node list CSV) and --jobs (the pod list)"
+                        .into(),
+                ));
+            };
+            (
+                trace::openb_nodes(n).map_err(lib_err)?,
+                trace::openb_pods(&a.jobs).map_err(lib_err)?,
+            )
+        }
+        TraceFormat::Philly => (
+            cluster(512, 8)?,
+            trace::philly_jobs(&a.jobs, a.limit_jobs).map_err(lib_err)?,
+        ),
+        TraceFormat::Pollux => (
+            cluster(64, 4)?,
+            trace::pollux_jobs(&a.jobs).map_err(lib_err)?,
+        ),
+        TraceFormat::Tiresias => (
+            cluster(64, 4)?,
+            trace::tiresias_jobs(&a.jobs).map_err(lib_err)?,
+        ),
+    };
+    let fmt = format!("{:?}", a.trace).to_lowercase();
+    Ok(Trace {
+        name: format!("{fmt}:{}", name_of(&a.jobs)),
+        nodes,
+        jobs,
+    })
+}
+
+/// The run settings the flags give.
+pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
+    if a.batch == 0 {
+        return Err(bad(
+            "--batch is 0; expected at least 1 arrival per round".into()
+        ));
+    }
+    for (f, v) in [
+        ("--round", a.round),
+        ("--checkpoint-interval", a.checkpoint_interval),
+        ("--round-time-limit", a.round_time_limit),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(bad(format!("{f} is {v}; expected seconds > 0")));
+        }
+    }
+    Ok(SimConfig {
+        protocol: match a.protocol {
+            ProtocolArg::Replay => Protocol::Replay,
+            ProtocolArg::Fill => Protocol::Fill {
+                load: a.load,
+                batch: a.batch,
+            },
+        },
+        round_s: a.round,
+        checkpoint_s: a.checkpoint_interval,
+        seed: a.seed,
+        round_time_limit: a.round_time_limit,
+        max_rounds: a.max_rounds,
+        ..SimConfig::default()
+    })
+}
+
+/// Parse a planner name.
+pub fn planner_name(s: &str) -> Result<PlannerName, Failure> {
+    PlannerName::parse(s).ok_or_else(|| {
+        bad(format!(
+            "--planner {s:?} is unknown; expected one of {}",
+            NAMES.join(", ")
+        ))
+    })
+}
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn progress_bar(label: &str) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(
+        Some(0),
+        if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(s) = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} jobs {elapsed}") {
+        pb.set_style(s.progress_chars("=> "));
+    }
+    pb.set_prefix(label.to_string());
+    pb
+}
+
+/// Run one planner on a loaded trace.
+pub fn run_one(
+    trace: &Trace,
+    name: PlannerName,
+    cfg: &SimConfig,
+    formulation: FormulationArg,
+    label: &str,
+) -> Result<Report, Failure> {
+    let lib = ModelLibrary::builtin();
+    let dist = trace_dist(trace);
+    let f = match formulation {
+        FormulationArg::Auto => Formulation::Auto,
+        FormulationArg::PerNode => Formulation::PerNode,
+        FormulationArg::Aggregated => Formulation::Aggregated,
+    };
+    let planner =
+        RoundPlanner::new(name, &dist, cfg.seed, cfg.round_time_limit).with_formulation(f);
+    let pb = progress_bar(label);
+    let mut cb = |done: u64, total: u64| {
+        pb.set_length(total);
+        pb.set_position(done);
+    };
+    let r = simulate(trace, &planner, cfg, &lib, &mut cb).map_err(Failure::from_lib);
+    pb.finish_and_clear();
+    r
+}
+
+/// Run `simulate`.
+pub fn run(a: SimulateArgs) -> Result<i32, Failure> {
+    let name = planner_name(&a.planner)?;
+    let cfg = config(&a.t)?;
+    let trace = load_trace(&a.t)?;
+    let report = run_one(&trace, name, &cfg, a.t.formulation, name.as_str())?;
+    let json = serde_json::to_string_pretty(&report)
+        .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
+    match &a.report {
+        Some(p) => gangplan::fsutil::write_atomic(p, format!("{json}\n").as_bytes())
+            .map_err(|e| Failure::new(exit::IO, e.into()))?,
+        None => println!("{json}"),
+    }
+    let m = &report.metrics;
+    eprintln!(
+        "{}: allocation {:.2}%, jobs done {}/{}, rounds {}, ILP fallbacks {}, wall {:.1} s",
+        report.planner,
+        100.0 * m.gpu_allocation_ratio,
+        report.info.jobs_done,
+        report.info.jobs_submitted,
+        m.rounds,
+        report.info.ilp_fallback_rounds,
+        report.info.wall_s
+    );
+    Ok(exit::OK)
+}

@@ -1,0 +1,24 @@
+//! FIFO first fit: jobs in arrival order (the order of `pending`), each on the first node (by
+//! index) that holds it. A job that does not fit is skipped; later jobs may still start
+//! (no head-of-line blocking).
+
+use super::best_fit::run_pass;
+use super::Planner;
+use crate::assignment::Assignment;
+use crate::instance::Instance;
+use crate::topology::Topology;
+
+/// The FIFO first-fit planner.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fifo;
+
+impl Planner for Fifo {
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+
+    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+        let order: Vec<usize> = (0..inst.pending.len()).collect();
+        run_pass(inst, topo, &order, &mut |_, _| Some(0))
+    }
+}

@@ -1,0 +1,685 @@
+//! The event-driven replay. Each planning round turns the simulated cluster into an
+//! [`Instance`] (through [`RawInstance`] and the same validation every instance file gets),
+//! asks a [`RoundPlanner`], and applies the decision: placements start, preempted jobs lose the
+//! work since their last checkpoint and wait again.
+//!
+//! Two protocols:
+//! - **replay** (time-based): jobs arrive at their submit times; rounds run every `round_s`
+//!   seconds; a job runs its trace duration times its placement slowdown (the workload
+//!   profile's factor for the [`Span`] its GPUs cover); completions free GPUs. Rounds in which
+//!   nothing can change (no arrival, no completion, and the last round started nothing) are
+//!   skipped, except under `las`, whose priorities move with attained service.
+//! - **fill** (the FGD paper's): the jobs are shuffled by the seed and submitted in that order,
+//!   never departing, until the GPUs asked for reach `load` times the capacity (when the trace
+//!   runs out, jobs drawn at random with replacement are appended, as the FGD simulator's
+//!   workload tuning does). `batch` arrivals form one round; what a round does not place
+//!   fails. The metric is the share of GPU capacity allocated at the end.
+
+use super::metrics::{jain, percentile, Metrics, Report, RunInfo, Series};
+use super::planners::{PlannerName, RoundPlanner};
+use super::trace::{Trace, TraceJob};
+use crate::assignment::GpuSet;
+use crate::error::{Error, Result};
+use crate::hardware::{ModelLibrary, Slowdown};
+use crate::heuristics::best_fit::gpu_free_milli;
+use crate::heuristics::fgd::{frag, node_free, TaskDist, TaskType};
+use crate::instance::raw::{GpuTypes, RawInstance, RawPending, RawPolicy, RawRunning, RawTenant};
+use crate::instance::validate::validate;
+use crate::instance::Instance;
+use crate::round_state::RoundState;
+use crate::state::ClusterState;
+use crate::topology::{Span, Topology};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Which protocol.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Protocol {
+    /// Time-based replay.
+    Replay,
+    /// FGD's fill protocol.
+    Fill {
+        /// Requested GPUs as a multiple of capacity at which submission stops.
+        load: f64,
+        /// Arrivals per planning round.
+        batch: usize,
+    },
+}
+
+/// Settings of a run.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Seconds between planning rounds (replay).
+    pub round_s: f64,
+    /// Seconds of run time between checkpoints (replay): a preempted job loses the work done
+    /// since its last one.
+    pub checkpoint_s: f64,
+    /// Seed (fill order, random planner, solver).
+    pub seed: u64,
+    /// ILP time limit per round, seconds.
+    pub round_time_limit: f64,
+    /// Stop after this many rounds (replay); jobs not done count as failed.
+    pub max_rounds: u64,
+    /// LAS queue thresholds in attained GPU-seconds (Tiresias' discretised 2D-LAS).
+    pub las_thresholds: Vec<f64>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            protocol: Protocol::Replay,
+            round_s: 60.0,
+            checkpoint_s: 1800.0,
+            seed: 42,
+            round_time_limit: 2.0,
+            max_rounds: 1_000_000,
+            las_thresholds: vec![3600.0, 36_000.0],
+        }
+    }
+}
+
+/// Progress callback: (done, total) in protocol units (jobs submitted).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// The task distribution of a trace (FGD's typical tasks). As in the FGD artifact, a task
+/// type is its CPU, GPU count, GPU share and GPU types; memory is left out.
+pub fn trace_dist(trace: &Trace) -> TaskDist {
+    TaskDist::from_types(trace.jobs.iter().map(|j| TaskType {
+        memory_mib: 0,
+        ..task_type(j)
+    }))
+}
+
+fn task_type(j: &TraceJob) -> TaskType {
+    TaskType {
+        cpu_milli: j.cpu_milli,
+        memory_mib: j.memory_mib,
+        gpus: j.gpus,
+        milli_per_gpu: j.gpu_milli.unwrap_or(1000),
+        gpu_types: j.gpu_types.clone(),
+    }
+}
+
+/// Slowdown of a gang on a span: the factor of the widest level it crosses (pods, racks,
+/// nodes, NVLink islands), 1 when it sits in one island.
+pub fn span_factor(span: &Span, s: &Slowdown) -> f64 {
+    if span.pods > 1 {
+        s.span_pods
+    } else if span.racks > 1 {
+        s.span_racks
+    } else if span.units > 1 {
+        s.span_nodes
+    } else if span.island_splits > 0 {
+        s.split_island
+    } else {
+        1.0
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Live {
+    job: usize,
+    id: String,
+    submit: f64,
+    /// Ideal seconds of work done before the current run.
+    done: f64,
+    run_start: f64,
+    slowdown: f64,
+    alloc: GpuSet,
+    attained: f64,
+}
+
+struct Sim<'a> {
+    trace: &'a Trace,
+    cfg: &'a SimConfig,
+    lib: &'a ModelLibrary,
+    planner: &'a RoundPlanner,
+    tenants: Option<Vec<RawTenant>>,
+    topo: Option<Arc<Topology>>,
+    dist: TaskDist,
+    solve_s: Vec<f64>,
+    fallbacks: u64,
+    reasons: BTreeMap<String, u64>,
+    limit_hits: u64,
+    preemptions: u64,
+    rounds: u64,
+}
+
+impl<'a> Sim<'a> {
+    fn las(&self) -> bool {
+        self.planner.name() == PlannerName::Las
+    }
+
+    fn queue_priority(&self, attained: f64) -> i64 {
+        -(self
+            .cfg
+            .las_thresholds
+            .iter()
+            .filter(|&&t| attained >= t)
+            .count() as i64)
+    }
+
+    fn build(
+        &self,
+        running: &[Live],
+        pending: &[(usize, String, f64, f64)],
+        now: f64,
+    ) -> Result<Instance> {
+        let las = self.las();
+        let names: Vec<&str> = self.trace.nodes.iter().map(|n| n.name.as_str()).collect();
+        let raw = RawInstance {
+            nodes: self.trace.nodes.clone(),
+            tenants: self.tenants.clone(),
+            running: running
+                .iter()
+                .map(|l| {
+                    let j = &self.trace.jobs[l.job];
+                    let held = (now - l.run_start).max(0.0);
+                    RawRunning {
+                        id: l.id.clone(),
+                        tenant: j.tenant.clone(),
+                        priority: if las {
+                            self.queue_priority(l.attained)
+                        } else {
+                            0
+                        },
+                        preemptible: las,
+                        checkpoint_cost: Some(
+                            j.gpus as f64 * (held % self.cfg.checkpoint_s.max(1e-9)),
+                        ),
+                        gpus: l
+                            .alloc
+                            .iter()
+                            .map(|(&n, g)| {
+                                (names[n].to_string(), g.iter().map(|&x| x as u64).collect())
+                            })
+                            .collect(),
+                        gpu_milli: j.gpu_milli.map(u64::from),
+                        cpu_milli: Some(j.cpu_milli),
+                        memory_mib: Some(j.memory_mib),
+                    }
+                })
+                .collect(),
+            pending: pending
+                .iter()
+                .map(|(k, id, submit, attained)| {
+                    let j = &self.trace.jobs[*k];
+                    RawPending {
+                        id: id.clone(),
+                        tenant: j.tenant.clone(),
+                        gpus: j.gpus as u64,
+                        priority: if las {
+                            self.queue_priority(*attained)
+                        } else {
+                            0
+                        },
+                        wait: Some((now - submit).max(0.0)),
+                        gpu_type: j.gpu_types.clone().map(GpuTypes::Many),
+                        workload: j.workload.clone(),
+                        gpu_milli: j.gpu_milli.map(u64::from),
+                        cpu_milli: Some(j.cpu_milli),
+                        memory_mib: Some(j.memory_mib),
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+            policy: Some(RawPolicy {
+                time_limit: Some(self.cfg.round_time_limit.max(0.05)),
+                preemption: Some(las),
+                seed: Some(self.cfg.seed),
+                ..Default::default()
+            }),
+        };
+        validate(&raw, self.lib).map_err(|issues| Error::Input {
+            source_name: format!("{} (simulated round at t={now:.0} s)", self.trace.name),
+            issues,
+        })
+    }
+
+    fn plan(
+        &mut self,
+        inst: Instance,
+    ) -> Result<(Arc<Instance>, crate::sim::planners::RoundDecision)> {
+        let inst = Arc::new(inst);
+        let topo = match &self.topo {
+            Some(t) => Arc::clone(t),
+            None => {
+                let t = Arc::new(Topology::new(&inst));
+                self.topo = Some(Arc::clone(&t));
+                t
+            }
+        };
+        let t0 = Instant::now();
+        let d = self.planner.plan(&inst, &topo);
+        self.solve_s.push(t0.elapsed().as_secs_f64());
+        self.rounds += 1;
+        if d.fell_back && self.planner.name() == PlannerName::Ilp {
+            self.fallbacks += 1;
+            let why: String = d
+                .note
+                .as_deref()
+                .unwrap_or("no note")
+                .chars()
+                .filter(|c| !c.is_ascii_digit())
+                .take(160)
+                .collect();
+            *self.reasons.entry(why).or_default() += 1;
+        }
+        if d.time_limit_hit {
+            self.limit_hits += 1;
+        }
+        crate::plan::validate::check_assignment(&inst, &d.assignment)?;
+        Ok((inst, d))
+    }
+}
+
+/// Fragmented over idle GPU capacity of a round's cluster (before its decisions).
+pub fn frag_ratio(inst: &Instance, dist: &TaskDist) -> f64 {
+    let before = ClusterState::new(inst);
+    let state = RoundState::new(inst, &before);
+    let (mut fr, mut idle) = (0.0, 0.0);
+    for n in 0..inst.nodes.len() {
+        let nf = node_free(&state, n, i64::MIN);
+        idle += nf.free.iter().map(|&x| x as f64).sum::<f64>();
+        fr += frag(&nf, dist);
+    }
+    if idle <= 0.0 {
+        0.0
+    } else {
+        (fr / idle).clamp(0.0, 1.0)
+    }
+}
+
+/// GPU milli allocated in a round's cluster.
+fn allocated_milli(inst: &Instance) -> f64 {
+    let before = ClusterState::new(inst);
+    let state = RoundState::new(inst, &before);
+    let mut used = 0.0;
+    for (n, node) in inst.nodes.iter().enumerate() {
+        for g in 0..node.gpus {
+            if !node.down[g as usize] {
+                used += (1000 - gpu_free_milli(&state, n, g, i64::MIN)) as f64;
+            }
+        }
+    }
+    used
+}
+
+/// Run a trace under a planner; the report of the run.
+pub fn simulate(
+    trace: &Trace,
+    planner: &RoundPlanner,
+    cfg: &SimConfig,
+    lib: &ModelLibrary,
+    progress: Progress<'_>,
+) -> Result<Report> {
+    if trace.jobs.is_empty() {
+        return Err(Error::input(&trace.name, "jobs", "the trace has no jobs"));
+    }
+    let mut tenant_names: Vec<String> =
+        trace.jobs.iter().filter_map(|j| j.tenant.clone()).collect();
+    tenant_names.sort();
+    tenant_names.dedup();
+    let tenants = (!tenant_names.is_empty()).then(|| {
+        let mut t: Vec<RawTenant> = tenant_names
+            .into_iter()
+            .map(|name| RawTenant {
+                name,
+                weight: 1.0,
+                quota: None,
+            })
+            .collect();
+        if trace.jobs.iter().any(|j| j.tenant.is_none()) {
+            t.push(RawTenant {
+                name: "default".into(),
+                weight: 1.0,
+                quota: None,
+            });
+        }
+        t
+    });
+    let mut sim = Sim {
+        trace,
+        cfg,
+        lib,
+        planner,
+        tenants,
+        topo: None,
+        dist: trace_dist(trace),
+        solve_s: Vec::new(),
+        fallbacks: 0,
+        reasons: BTreeMap::new(),
+        limit_hits: 0,
+        preemptions: 0,
+        rounds: 0,
+    };
+    let started = Instant::now();
+    let mut report = match cfg.protocol {
+        Protocol::Fill { load, batch } => fill(&mut sim, load, batch.max(1), progress)?,
+        Protocol::Replay => replay(&mut sim, progress)?,
+    };
+    report.planner = planner.name().as_str().to_string();
+    report.trace = trace.name.clone();
+    report.seed = cfg.seed;
+    report.metrics.preemptions = sim.preemptions;
+    report.metrics.rounds = sim.rounds;
+    report.metrics.solve_s_p50 = percentile(&sim.solve_s, 0.5).unwrap_or(0.0);
+    report.metrics.solve_s_max = sim.solve_s.iter().copied().fold(0.0, f64::max);
+    report.info.cluster_gpus = trace.gpus();
+    report.info.ilp_fallback_rounds = sim.fallbacks;
+    report.info.ilp_time_limit_rounds = sim.limit_hits;
+    report.info.ilp_fallback_reasons = sim.reasons.clone();
+    report.info.wall_s = started.elapsed().as_secs_f64();
+    report.series.solve_s = sim.solve_s.clone();
+    Ok(report)
+}
+
+/// FGD's submission sequence: shuffled, then cut or extended (random draws with replacement)
+/// so the GPUs asked for stay within `load` x capacity. Returns (job index, id).
+pub fn fill_sequence(trace: &Trace, load: f64, seed: u64) -> Vec<(usize, String)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut order: Vec<usize> = (0..trace.jobs.len()).collect();
+    order.shuffle(&mut rng);
+    let target = load * trace.gpus() as f64 * 1000.0;
+    let mut asked = 0.0;
+    let mut seq = Vec::new();
+    for k in order {
+        let m = trace.jobs[k].gpu_milli_total() as f64;
+        if asked + m > target {
+            return seq;
+        }
+        asked += m;
+        seq.push((k, trace.jobs[k].id.clone()));
+    }
+    for i in 0.. {
+        let k = rng.gen_range(0..trace.jobs.len());
+        let m = trace.jobs[k].gpu_milli_total() as f64;
+        if asked + m > target || i > 10_000_000 {
+            break;
+        }
+        asked += m;
+        seq.push((k, format!("{}-tuned-{i}", trace.jobs[k].id)));
+    }
+    seq
+}
+
+fn fill(sim: &mut Sim<'_>, load: f64, batch: usize, progress: Progress<'_>) -> Result<Report> {
+    if !(load.is_finite() && load > 0.0 && load <= 100.0) {
+        return Err(Error::input(
+            "--load",
+            "",
+            format!("is {load}; expected a multiple of capacity in (0, 100]"),
+        ));
+    }
+    let seq = fill_sequence(sim.trace, load, sim.cfg.seed);
+    let cap = sim.trace.gpus() as f64 * 1000.0;
+    let mut running: Vec<Live> = Vec::new();
+    let mut asked = 0.0;
+    let mut alloc = 0.0;
+    let mut curve: Vec<(u32, f64)> = Vec::new();
+    let (mut placed, mut failed) = (0u64, 0u64);
+    let mut flags: Vec<f64> = Vec::new();
+    for (round, chunk) in seq.chunks(batch).enumerate() {
+        let now = round as f64;
+        let pending: Vec<(usize, String, f64, f64)> = chunk
+            .iter()
+            .map(|(k, id)| (*k, id.clone(), now, 0.0))
+            .collect();
+        let inst = sim.build(&running, &pending, now)?;
+        let (inst, d) = sim.plan(inst)?;
+        for (i, (k, id)) in chunk.iter().enumerate() {
+            let job = &sim.trace.jobs[*k];
+            asked += job.gpu_milli_total() as f64;
+            match d.assignment.placed.get(&i) {
+                Some(set) => {
+                    placed += 1;
+                    alloc += job.gpu_milli_total() as f64;
+                    if job.gpus > 0 {
+                        flags.push(1.0);
+                    }
+                    running.push(Live {
+                        job: *k,
+                        id: id.clone(),
+                        submit: now,
+                        done: 0.0,
+                        run_start: now,
+                        slowdown: 1.0,
+                        alloc: set.clone(),
+                        attained: 0.0,
+                    });
+                }
+                None => {
+                    failed += 1;
+                    if job.gpus > 0 {
+                        flags.push(0.0);
+                    }
+                }
+            }
+        }
+        drop(inst);
+        let pct = (100.0 * asked / cap).floor() as u32;
+        let next = curve.last().map_or(0, |c| c.0 + 1);
+        for k in next..=pct {
+            curve.push((k, 100.0 * alloc / cap));
+        }
+        progress(
+            ((round + 1) * batch).min(seq.len()) as u64,
+            seq.len() as u64,
+        );
+    }
+    let last = sim.build(&running, &[], seq.len() as f64)?;
+    let frag_rate = frag_ratio(&last, &sim.dist);
+    let ratio = (allocated_milli(&last) / cap).clamp(0.0, 1.0);
+    Ok(Report {
+        metrics: Metrics {
+            gpu_allocation_ratio: ratio,
+            avg_jct_s: None,
+            p50_jct_s: None,
+            p99_jct_s: None,
+            makespan_s: None,
+            utilization: ratio,
+            fragmentation_rate: frag_rate,
+            jain_fairness: jain(&flags),
+            ..Default::default()
+        },
+        info: RunInfo {
+            protocol: "fill".into(),
+            jobs_submitted: seq.len() as u64,
+            jobs_done: placed,
+            jobs_failed: failed,
+            ..Default::default()
+        },
+        series: Series {
+            alloc_curve: curve,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
+    let trace = sim.trace;
+    let cfg = sim.cfg;
+    let r = cfg.round_s;
+    if !(r.is_finite() && r > 0.0) {
+        return Err(Error::input(
+            "--round",
+            "",
+            format!("is {r}; expected seconds > 0"),
+        ));
+    }
+    let ckpt = cfg.checkpoint_s.max(1e-9);
+    let cap = trace.gpus() as f64;
+    let total = trace.jobs.len();
+    let duration = |k: usize| trace.jobs[k].duration.unwrap_or(f64::INFINITY);
+    let gpu_eq = |k: usize| trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
+    let slow: Vec<Slowdown> = trace
+        .jobs
+        .iter()
+        .map(|j| sim.lib.slowdown(j.workload.as_deref()))
+        .collect();
+    let t_first = trace.jobs.first().map_or(0.0, |j| j.submit);
+    let mut t = (t_first / r).ceil() * r;
+    let mut next_arrival = 0usize;
+    // Waiting jobs: (job, attained GPU-seconds, ideal seconds of work kept).
+    let mut waiting: Vec<(usize, f64, f64)> = Vec::new();
+    let mut running: Vec<Live> = Vec::new();
+    let mut jct = Vec::new();
+    let mut fair = Vec::new();
+    let mut useful = 0.0;
+    let mut held_area = 0.0; // GPU-seconds held
+    let mut last_finish = t_first;
+    let mut frag_sum = 0.0;
+    let mut frag_n = 0u64;
+    let mut changed = true;
+    let mut last_t = t;
+    loop {
+        // Completions up to t.
+        let mut still = Vec::with_capacity(running.len());
+        for l in running.drain(..) {
+            let left = (duration(l.job) - l.done).max(0.0);
+            let finish = l.run_start + left * l.slowdown;
+            if finish <= t {
+                held_area += gpu_eq(l.job) * (finish - l.run_start);
+                let d = duration(l.job);
+                let c = finish - l.submit;
+                jct.push(c);
+                fair.push((d / c.max(1e-9)).min(1.0));
+                useful += gpu_eq(l.job) * d;
+                last_finish = last_finish.max(finish);
+                changed = true;
+            } else {
+                still.push(l);
+            }
+        }
+        running = still;
+        // Attained service grows with time held.
+        for l in &mut running {
+            l.attained += gpu_eq(l.job) * (t - last_t).max(0.0);
+        }
+        last_t = t;
+        while next_arrival < total && trace.jobs[next_arrival].submit <= t {
+            waiting.push((next_arrival, 0.0, 0.0));
+            next_arrival += 1;
+            changed = true;
+        }
+        let mut started_any = false;
+        if !waiting.is_empty() && (changed || sim.las()) {
+            if sim.rounds >= cfg.max_rounds {
+                break;
+            }
+            let pend: Vec<(usize, String, f64, f64)> = waiting
+                .iter()
+                .map(|&(k, att, _)| (k, trace.jobs[k].id.clone(), trace.jobs[k].submit, att))
+                .collect();
+            let inst = sim.build(&running, &pend, t)?;
+            frag_sum += frag_ratio(&inst, &sim.dist);
+            frag_n += 1;
+            let (inst, d) = sim.plan(inst)?;
+            let topo = sim
+                .topo
+                .clone()
+                .ok_or_else(|| Error::Solver("no topology".into()))?;
+            // Preemptions (indices into running).
+            let mut pre = d.assignment.preempted.clone();
+            pre.sort_unstable_by(|a, b| b.cmp(a));
+            for k in pre {
+                let l = running.remove(k);
+                let wall = (t - l.run_start).max(0.0);
+                let kept = wall - wall % ckpt;
+                held_area += gpu_eq(l.job) * wall;
+                waiting.push((l.job, l.attained, l.done + kept / l.slowdown));
+                sim.preemptions += 1;
+            }
+            let mut keep = Vec::new();
+            for (i, w) in waiting.iter().enumerate() {
+                if i < pend.len() {
+                    if let Some(set) = d.assignment.placed.get(&i) {
+                        let k = w.0;
+                        let f = if trace.jobs[k].gpus > 1 {
+                            span_factor(&topo.span(&inst, set), &slow[k])
+                        } else {
+                            1.0
+                        };
+                        running.push(Live {
+                            job: k,
+                            id: trace.jobs[k].id.clone(),
+                            submit: trace.jobs[k].submit,
+                            done: w.2,
+                            run_start: t,
+                            slowdown: f,
+                            alloc: set.clone(),
+                            attained: w.1,
+                        });
+                        started_any = true;
+                        continue;
+                    }
+                }
+                keep.push(*w);
+            }
+            waiting = keep;
+            progress((total - waiting.len() - running.len()) as u64, total as u64);
+        }
+        changed = started_any;
+        if running.is_empty() && waiting.is_empty() && next_arrival >= total {
+            break;
+        }
+        // Next round: the next event, on the round grid.
+        let mut next = f64::INFINITY;
+        if next_arrival < total {
+            next = next.min(trace.jobs[next_arrival].submit);
+        }
+        for l in &running {
+            let left = (duration(l.job) - l.done).max(0.0);
+            next = next.min(l.run_start + left * l.slowdown);
+        }
+        if changed || (sim.las() && !running.is_empty() && !waiting.is_empty()) {
+            next = next.min(t + r);
+        }
+        if !next.is_finite() {
+            break; // nothing will ever change: what waits cannot be placed
+        }
+        t = ((next / r).ceil() * r).max(t + r);
+    }
+    let unfinished = waiting.len() + running.len() + (total - next_arrival);
+    let makespan = (last_finish - t_first).max(0.0);
+    let span = makespan.max(r);
+    for l in &running {
+        held_area += gpu_eq(l.job) * (t - l.run_start).max(0.0);
+    }
+    Ok(Report {
+        metrics: Metrics {
+            gpu_allocation_ratio: (held_area / (cap * span.max(t - t_first))).clamp(0.0, 1.0),
+            avg_jct_s: (!jct.is_empty()).then(|| jct.iter().sum::<f64>() / jct.len() as f64),
+            p50_jct_s: percentile(&jct, 0.5),
+            p99_jct_s: percentile(&jct, 0.99),
+            makespan_s: (!jct.is_empty()).then_some(makespan),
+            utilization: (useful / (cap * span)).clamp(0.0, 1.0),
+            fragmentation_rate: if frag_n > 0 {
+                frag_sum / frag_n as f64
+            } else {
+                0.0
+            },
+            jain_fairness: jain(&fair),
+            ..Default::default()
+        },
+        info: RunInfo {
+            protocol: "replay".into(),
+            jobs_submitted: total as u64,
+            jobs_done: jct.len() as u64,
+            jobs_failed: unfinished as u64,
+            ..Default::default()
+        },
+        series: Series {
+            jct_s: jct,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}

@@ -1,0 +1,347 @@
+//! The research harness on small committed trace cuts (tests/fixtures/traces): importers, their
+//! located errors, a tiny fill run, a tiny replay run, and determinism.
+
+use gangplan::hardware::ModelLibrary;
+use gangplan::sim::engine::{simulate, trace_dist, Protocol, SimConfig};
+use gangplan::sim::planners::{PlannerName, RoundPlanner};
+use gangplan::sim::trace;
+use gangplan::sim::{Report, Trace};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fx(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces")
+        .join(name)
+}
+
+fn openb() -> Trace {
+    Trace {
+        name: "openb-fixture".into(),
+        nodes: trace::openb_nodes(&fx("openb_nodes.csv")).unwrap(),
+        jobs: trace::openb_pods(&fx("openb_pods.csv")).unwrap(),
+    }
+}
+
+fn tiresias() -> Trace {
+    Trace {
+        name: "tiresias-fixture".into(),
+        nodes: trace::uniform_cluster(16, 4, 2).unwrap(),
+        jobs: trace::tiresias_jobs(&fx("tiresias_jobs.csv")).unwrap(),
+    }
+}
+
+fn run(t: &Trace, p: PlannerName, cfg: &SimConfig) -> Report {
+    let lib = ModelLibrary::builtin();
+    let planner = RoundPlanner::new(p, &trace_dist(t), cfg.seed, cfg.round_time_limit);
+    simulate(t, &planner, cfg, &lib, &mut |_, _| {}).unwrap()
+}
+
+fn fill_cfg(seed: u64) -> SimConfig {
+    fill_batch(seed, 4)
+}
+
+fn fill_batch(seed: u64, batch: usize) -> SimConfig {
+    SimConfig {
+        protocol: Protocol::Fill { load: 1.3, batch },
+        seed,
+        round_time_limit: 1.0,
+        ..SimConfig::default()
+    }
+}
+
+#[test]
+fn openb_importer_reads_nodes_pods_sharing_and_types() {
+    let t = openb();
+    assert_eq!(t.nodes.len(), 12);
+    assert_eq!(t.gpus(), 6 * 2 + 4 * 8 + 2 * 4);
+    assert_eq!(t.nodes[0].gpu_type.as_deref(), Some("P100"));
+    assert_eq!(t.nodes[0].cpu_milli, Some(64000));
+    assert_eq!(t.jobs.len(), 44);
+    let sharer = t.jobs.iter().find(|j| j.id == "openb-pod-0001").unwrap();
+    assert_eq!((sharer.gpus, sharer.gpu_milli), (1, Some(460)));
+    let typed = t.jobs.iter().find(|j| j.id == "openb-pod-0009").unwrap();
+    assert_eq!(
+        typed.gpu_types,
+        Some(vec!["V100M16".to_string(), "V100M32".to_string()])
+    );
+    assert_eq!(typed.gpu_milli, None, "gpu_milli 1000 is a whole GPU");
+    assert!(t.jobs.iter().any(|j| j.gpus == 0 && j.gpu_types.is_none()));
+    assert!(t.jobs.iter().any(|j| j.gpus == 8));
+    assert!(t.jobs.windows(2).all(|w| w[0].submit <= w[1].submit));
+    let d = t.jobs.iter().find(|j| j.id == "openb-pod-0000").unwrap();
+    assert_eq!(d.duration, Some(12537496.0));
+}
+
+#[test]
+fn philly_pollux_tiresias_importers() {
+    let p = trace::philly_jobs(&fx("philly_jobs.csv"), Some(10)).unwrap();
+    assert_eq!(p.len(), 10);
+    assert_eq!(p[0].submit, 0.0, "submit times start at 0");
+    assert!(p.windows(2).all(|w| w[0].submit <= w[1].submit));
+    assert_eq!((p[1].gpus, p[1].duration), (8, Some(147.0)));
+    assert_eq!(p[0].tenant.as_deref(), Some("vc-b"));
+    let all = trace::philly_jobs(&fx("philly_jobs.csv"), None).unwrap();
+    assert_eq!(all.len(), 40);
+
+    let w = trace::pollux_jobs(&fx("pollux_workload.csv")).unwrap();
+    assert_eq!(w.len(), 40);
+    let c = w.iter().find(|j| j.id == "cifar10-0").unwrap();
+    assert_eq!((c.gpus, c.submit), (6, 107.0));
+    assert_eq!(c.duration, trace::pollux_duration("cifar10"));
+
+    let t = trace::tiresias_jobs(&fx("tiresias_jobs.csv")).unwrap();
+    assert_eq!(t.len(), 30);
+    assert_eq!(
+        (t[1].gpus, t[1].submit, t[1].duration),
+        (8, 30.0, Some(147.0))
+    );
+
+    let cl = trace::uniform_cluster(512, 8, 16).unwrap();
+    assert_eq!(cl.len(), 64);
+    assert!(trace::uniform_cluster(10, 4, 16).is_err());
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gangplan"))
+}
+
+fn expect_located(args: &[&str], needle: &str) {
+    let out = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+}
+
+#[test]
+fn malformed_rows_name_file_line_and_column_and_exit_2() {
+    let nodes = fx("bad_openb_nodes.csv");
+    let pods = fx("openb_pods.csv");
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "openb",
+            "--nodes",
+            nodes.to_str().unwrap(),
+            "--jobs",
+            pods.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "bad_openb_nodes.csv:3:3",
+    );
+    let p = fx("bad_philly.csv");
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "philly",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "bad_philly.csv:3:3",
+    );
+    let p = fx("bad_pollux.csv");
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "pollux",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "bad_pollux.csv:3:4",
+    );
+    let p = fx("bad_tiresias.csv");
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "tiresias",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "bad_tiresias.csv:3:6",
+    );
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "tiresias",
+            "--jobs",
+            fx("tiresias_jobs.csv").to_str().unwrap(),
+            "--planner",
+            "nope",
+        ],
+        "--planner",
+    );
+}
+
+fn check_ranges(r: &Report, fill: bool) {
+    let m = &r.metrics;
+    for (k, v) in [
+        ("gpu_allocation_ratio", m.gpu_allocation_ratio),
+        ("utilization", m.utilization),
+        ("fragmentation_rate", m.fragmentation_rate),
+        ("jain_fairness", m.jain_fairness),
+    ] {
+        assert!((0.0..=1.0).contains(&v), "{k} = {v} out of 0..1");
+    }
+    assert!(m.rounds > 0);
+    assert!(m.solve_s_p50 >= 0.0 && m.solve_s_max >= m.solve_s_p50);
+    let json = serde_json::to_value(r).unwrap();
+    for k in [
+        "gpu_allocation_ratio",
+        "avg_jct_s",
+        "p50_jct_s",
+        "p99_jct_s",
+        "makespan_s",
+        "utilization",
+        "fragmentation_rate",
+        "jain_fairness",
+        "preemptions",
+        "rounds",
+        "solve_s_p50",
+        "solve_s_max",
+    ] {
+        assert!(json["metrics"].get(k).is_some(), "metrics.{k} missing");
+    }
+    for k in ["planner", "trace", "seed"] {
+        assert!(json.get(k).is_some(), "{k} missing");
+    }
+    if fill {
+        assert!(m.avg_jct_s.is_none() && m.makespan_s.is_none());
+    } else {
+        let (a, p50, p99, mk) = (
+            m.avg_jct_s.unwrap(),
+            m.p50_jct_s.unwrap(),
+            m.p99_jct_s.unwrap(),
+            m.makespan_s.unwrap(),
+        );
+        assert!(a > 0.0 && p50 > 0.0 && p99 >= p50 && mk >= p99 * 0.0 && mk > 0.0);
+    }
+}
+
+#[test]
+fn tiny_fill_run_reports_every_metric_in_range() {
+    let t = openb();
+    for p in [PlannerName::Fifo, PlannerName::Fgd, PlannerName::Ilp] {
+        // Batch 1 (FGD's exact protocol): the curve's point k is the allocation when the
+        // requests reached k% of capacity, so it cannot exceed k + the last job's size.
+        let r = run(&t, p, &fill_batch(42, 1));
+        check_ranges(&r, true);
+        assert!(
+            r.metrics.gpu_allocation_ratio > 0.3,
+            "{p:?}: {}",
+            r.metrics.gpu_allocation_ratio
+        );
+        // Allocation never exceeds what was asked for, and the curve is monotone.
+        let c = &r.series.alloc_curve;
+        assert!(c.len() >= 100, "the curve reaches the load");
+        assert!(c.windows(2).all(|w| w[1].1 >= w[0].1 - 1e-9));
+        assert!(c
+            .iter()
+            .all(|&(k, v)| v <= k as f64 + 100.0 * 8.0 / 52.0 + 1e-9));
+        assert_eq!(r.info.jobs_done + r.info.jobs_failed, r.info.jobs_submitted);
+    }
+}
+
+#[test]
+fn tiny_replay_run_reports_every_metric_in_range() {
+    let t = tiresias();
+    let cfg = SimConfig {
+        round_s: 30.0,
+        ..SimConfig::default()
+    };
+    for p in [
+        PlannerName::Fifo,
+        PlannerName::Las,
+        PlannerName::Greedy,
+        PlannerName::Drf,
+    ] {
+        let r = run(&t, p, &cfg);
+        check_ranges(&r, false);
+        assert_eq!(r.info.jobs_done, 30, "{p:?} finished every job");
+        // A job never completes faster than its trace duration.
+        let min_dur = t
+            .jobs
+            .iter()
+            .filter_map(|j| j.duration)
+            .fold(f64::INFINITY, f64::min);
+        assert!(r.series.jct_s.iter().all(|&c| c >= min_dur - 1e-9));
+    }
+    // An 8-GPU job on 4-GPU nodes spans nodes: slower than its duration.
+    let r = run(&t, PlannerName::Fifo, &cfg);
+    assert!(r.metrics.avg_jct_s.unwrap() > 0.0);
+}
+
+#[test]
+fn simulate_is_deterministic_for_a_fixed_seed() {
+    let t = openb();
+    let strip = |mut r: Report| {
+        r.info.wall_s = 0.0;
+        r.metrics.solve_s_p50 = 0.0;
+        r.metrics.solve_s_max = 0.0;
+        r.series.solve_s.clear();
+        r
+    };
+    for p in [
+        PlannerName::Random,
+        PlannerName::BestFit,
+        PlannerName::Greedy,
+    ] {
+        let a = strip(run(&t, p, &fill_cfg(7)));
+        let b = strip(run(&t, p, &fill_cfg(7)));
+        assert_eq!(a, b, "{p:?}");
+    }
+    // A different seed changes the submission order.
+    let s1 = gangplan::sim::engine::fill_sequence(&t, 1.3, 1);
+    let s2 = gangplan::sim::engine::fill_sequence(&t, 1.3, 2);
+    assert_ne!(s1, s2);
+    let asked: u64 = s1.iter().map(|(k, _)| t.jobs[*k].gpu_milli_total()).sum();
+    assert!(asked as f64 <= 1.3 * t.gpus() as f64 * 1000.0);
+}
+
+#[test]
+fn simulate_cli_writes_the_report_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let s = bin()
+        .args([
+            "simulate",
+            "--trace",
+            "philly",
+            "--jobs",
+            fx("philly_jobs.csv").to_str().unwrap(),
+            "--limit-jobs",
+            "20",
+            "--gpus",
+            "32",
+            "--gpus-per-node",
+            "8",
+            "--planner",
+            "fifo",
+            "--report",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        s.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&s.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["planner"], "fifo");
+    assert_eq!(v["info"]["jobs_submitted"], 20);
+    let r = v["metrics"]["gpu_allocation_ratio"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&r));
+}
