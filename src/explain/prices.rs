@@ -27,7 +27,6 @@ use crate::model::capacity::{fresh_slots, whole_users};
 use crate::model::{self, CellCount, Ctx, MipModel};
 use crate::state::{ClusterState, GpuUse};
 use crate::topology::Topology;
-use good_lp::solvers::SolverModel;
 use good_lp::{Expression, IntoAffineExpression, Variable};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -116,21 +115,7 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
     // raises that bound too.
     let node_cols = bound_columns(&ctx, &m);
     // Solve the LP.
-    let MipModel {
-        problem,
-        objective,
-        constraints,
-        vars,
-        constant,
-    } = m;
-    let mut lp = problem.maximise(objective).using(good_lp::highs);
-    for c in constraints {
-        lp.add_constraint(c);
-    }
-    let mut hm = lp
-        .try_into_inner()
-        .map_err(|e| Error::Solver(e.to_string()))?;
-    hm.make_quiet();
+    let (mut hm, vars, constant) = m.into_highs()?;
     let _ = hm.try_set_option("time_limit", inst.policy.time_limit.max(1.0));
     let cols = hm.num_cols();
     if cols > 0 {

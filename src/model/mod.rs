@@ -127,6 +127,29 @@ pub struct MipModel {
 }
 
 impl MipModel {
+    /// The model as a quiet HiGHS model: good_lp builds it, and the `highs` crate's model gives
+    /// the options and readings good_lp hides. The variables and the objective's constant come
+    /// back alongside.
+    pub fn into_highs(self) -> crate::Result<(highs::Model, Vars, f64)> {
+        use good_lp::solvers::SolverModel;
+        let MipModel {
+            problem,
+            objective,
+            constraints,
+            vars,
+            constant,
+        } = self;
+        let mut lp = problem.maximise(objective).using(good_lp::highs);
+        for c in constraints {
+            lp.add_constraint(c);
+        }
+        let mut hm = lp
+            .try_into_inner()
+            .map_err(|e| crate::Error::Solver(e.to_string()))?;
+        hm.make_quiet();
+        Ok((hm, vars, constant))
+    }
+
     /// Number of columns.
     pub fn columns(&self) -> usize {
         self.problem.len()

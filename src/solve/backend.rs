@@ -3,7 +3,6 @@
 
 use crate::error::{Error, Result};
 use crate::model::MipModel;
-use good_lp::solvers::SolverModel;
 use std::path::PathBuf;
 
 /// Settings handed to a backend.
@@ -62,20 +61,7 @@ impl MipBackend for Highs {
         start: &[f64],
         settings: &BackendSettings,
     ) -> Result<BackendResult> {
-        let MipModel {
-            problem,
-            objective,
-            constraints,
-            ..
-        } = model;
-        let mut lp = problem.maximise(objective).using(good_lp::highs);
-        for c in constraints {
-            lp.add_constraint(c);
-        }
-        let mut hm = lp
-            .try_into_inner()
-            .map_err(|e| Error::Solver(e.to_string()))?;
-        hm.make_quiet();
+        let (mut hm, _, _) = model.into_highs()?;
         if std::env::var_os("GANGPLAN_SOLVER_LOG").is_some() {
             opt(hm.try_set_option("output_flag", true), "output_flag")?;
             opt(hm.try_set_option("log_to_console", true), "log_to_console")?;
