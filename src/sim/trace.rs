@@ -42,6 +42,23 @@ pub struct TraceJob {
 }
 
 impl TraceJob {
+    /// A whole-GPU job with nothing but its id, submit time, duration and gang size (the
+    /// traces without types, shares, tenants or resources).
+    pub fn whole_gpus(id: String, submit: f64, duration: Option<f64>, gpus: u32) -> Self {
+        TraceJob {
+            id,
+            submit,
+            duration,
+            gpus,
+            gpu_milli: None,
+            cpu_milli: 0,
+            memory_mib: 0,
+            gpu_types: None,
+            tenant: None,
+            workload: None,
+        }
+    }
+
     /// GPUs asked for, in thousandths of a GPU.
     pub fn gpu_milli_total(&self) -> u64 {
         match self.gpu_milli {
@@ -466,18 +483,12 @@ pub fn pollux_jobs(path: &Path) -> Result<Vec<TraceJob>> {
                 ),
             )
         })?;
-        jobs.push(TraceJob {
-            id: r.str("name")?,
-            submit: r.f64("time")?,
-            duration: Some(duration),
-            gpus: gpus as u32,
-            gpu_milli: None,
-            cpu_milli: 0,
-            memory_mib: 0,
-            gpu_types: None,
-            tenant: None,
-            workload: None,
-        });
+        jobs.push(TraceJob::whole_gpus(
+            r.str("name")?,
+            r.f64("time")?,
+            Some(duration),
+            gpus as u32,
+        ));
     }
     check_unique(&jobs, &path.display().to_string())?;
     sort_jobs(&mut jobs);
@@ -494,18 +505,12 @@ pub fn tiresias_jobs(path: &Path) -> Result<Vec<TraceJob>> {
         if gpus == 0 || gpus > 100_000 {
             return Err(r.bad("num_gpu", &format!("is {gpus}; expected 1..=100000")));
         }
-        jobs.push(TraceJob {
-            id: format!("job-{}", r.str("job_id")?),
-            submit: r.f64("submit_time")?,
-            duration: Some(r.f64("duration")?.max(1.0)),
-            gpus: gpus as u32,
-            gpu_milli: None,
-            cpu_milli: 0,
-            memory_mib: 0,
-            gpu_types: None,
-            tenant: None,
-            workload: None,
-        });
+        jobs.push(TraceJob::whole_gpus(
+            format!("job-{}", r.str("job_id")?),
+            r.f64("submit_time")?,
+            Some(r.f64("duration")?.max(1.0)),
+            gpus as u32,
+        ));
     }
     check_unique(&jobs, &path.display().to_string())?;
     sort_jobs(&mut jobs);
