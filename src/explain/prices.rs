@@ -292,56 +292,14 @@ fn in_family(e: &Expression, set: &HashMap<Variable, f64>) -> bool {
     any
 }
 
-/// The quota rows of every tenant as the quota family writes them, each with the start
-/// variable whose coefficient carries the quota (over-quota tenants) or `None`.
+/// The quota rows of every tenant as the quota family writes them, as expressions.
 fn quota_rows(ctx: &Ctx, m: &MipModel) -> Vec<Vec<(Expression, Option<Variable>)>> {
-    let inst = ctx.inst;
-    inst.tenants
-        .iter()
-        .enumerate()
-        .map(|(t, tenant)| {
-            let Some(q) = tenant.quota else {
-                return Vec::new();
-            };
-            let q = q as f64;
-            let held: f64 = inst
-                .running
-                .iter()
-                .filter(|r| r.tenant == t)
-                .map(|r| r.gpu_equivalent())
-                .sum();
-            let mut change = Expression::from(0.0);
-            let mut starts = Vec::new();
-            for (j, job) in inst.pending.iter().enumerate() {
-                if let (true, Some(y)) = (job.tenant == t, m.vars.start[j]) {
-                    change.add_mul(job.gpu_equivalent(), y);
-                    starts.push(y);
-                }
-            }
-            if starts.is_empty() {
-                return Vec::new();
-            }
-            for (k, r) in inst.running.iter().enumerate() {
-                if let (true, Some(p)) = (r.tenant == t, m.vars.preempt[k]) {
-                    change.add_mul(-r.gpu_equivalent(), p);
-                }
-            }
-            if held <= q + 1e-9 {
-                vec![(change.leq(q - held).expression().clone(), None)]
-            } else {
-                starts
-                    .into_iter()
-                    .map(|y| {
-                        (
-                            (change.clone() + (held - q) * y)
-                                .leq(0.0)
-                                .expression()
-                                .clone(),
-                            Some(y),
-                        )
-                    })
-                    .collect()
-            }
+    model::quota::rows(ctx, m)
+        .into_iter()
+        .map(|rows| {
+            rows.into_iter()
+                .map(|(row, y)| (row.expression().clone(), y))
+                .collect()
         })
         .collect()
 }

@@ -11,14 +11,20 @@
 //! A job larger than its tenant's quota gets no variables at all.
 
 use super::{Ctx, MipModel};
-use good_lp::Expression;
+use good_lp::{Constraint, Expression, Variable};
 
-/// Add the quota rows.
-pub fn add(ctx: &Ctx, m: &mut MipModel) {
+/// The quota rows of every tenant (empty for tenants without a quota or without a job that
+/// can start), each with the start variable that relaxes it for an over-quota tenant, or
+/// `None` for the single row of a tenant within its quota.
+pub fn rows(ctx: &Ctx, m: &MipModel) -> Vec<Vec<(Constraint, Option<Variable>)>> {
     let inst = ctx.inst;
     let held_before_round = crate::objective::held_before(inst);
+    let mut out = Vec::with_capacity(inst.tenants.len());
     for (t, tenant) in inst.tenants.iter().enumerate() {
-        let Some(q) = tenant.quota else { continue };
+        let Some(q) = tenant.quota else {
+            out.push(Vec::new());
+            continue;
+        };
         let q = q as f64;
         let held = held_before_round[t];
         let mut change = Expression::from(0.0);
@@ -30,6 +36,7 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
             }
         }
         if starts.is_empty() {
+            out.push(Vec::new());
             continue;
         }
         for (k, r) in inst.running.iter().enumerate() {
@@ -38,12 +45,22 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
             }
         }
         if held <= q + 1e-9 {
-            m.constraints.push(change.leq(q - held));
+            out.push(vec![(change.leq(q - held), None)]);
         } else {
-            for y in starts {
-                m.constraints
-                    .push((change.clone() + (held - q) * y).leq(0.0));
-            }
+            out.push(
+                starts
+                    .into_iter()
+                    .map(|y| ((change.clone() + (held - q) * y).leq(0.0), Some(y)))
+                    .collect(),
+            );
         }
     }
+    out
+}
+
+/// Add the quota rows.
+pub fn add(ctx: &Ctx, m: &mut MipModel) {
+    let all = rows(ctx, m);
+    m.constraints
+        .extend(all.into_iter().flatten().map(|(row, _)| row));
 }
