@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::instance::Instance;
-use crate::plan::{render_plan, validate_plan, Plan, SolverInfo};
+use crate::plan::{render_plan, validate_plan, Plan};
 use crate::solve::{solve, PlannerKind, SolveOptions};
 use crate::topology::Topology;
 use std::sync::Arc;
@@ -20,19 +20,7 @@ pub fn plan_round(
     let inst = Arc::new(inst);
     let topo = Arc::new(Topology::new(&inst));
     let out = solve(&inst, &topo, &SolveOptions { planner, ..opts });
-    let gap = out
-        .bound
-        .map(|b| (b - out.objective) / out.objective.abs().max(1.0));
-    let info = SolverInfo {
-        path: out.path.to_string(),
-        seconds: started.elapsed().as_secs_f64(),
-        objective: out.objective,
-        bound: out.bound,
-        gap,
-        time_limit_hit: out.time_limit_hit,
-        greedy_objective: Some(out.greedy_objective),
-        note: out.note,
-    };
+    let info = out.solver_info(started.elapsed().as_secs_f64());
     let plan = render_plan(&inst, &out.assignment, out.status, info);
     validate_plan(&inst, &plan)?;
     Ok(plan)

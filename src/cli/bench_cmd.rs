@@ -7,7 +7,7 @@ use clap::Args;
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
-use gangplan::plan::{render_plan, validate_plan, SolverInfo};
+use gangplan::plan::{render_plan, validate_plan};
 use gangplan::solve::{solve, PlannerKind, SolveOptions};
 use gangplan::topology::Topology;
 use std::sync::Arc;
@@ -91,19 +91,7 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
             let inst = Arc::new(inst);
             let topo = Arc::new(Topology::new(&inst));
             let out = solve(&inst, &topo, &opts);
-            let gap = out
-                .bound
-                .map(|b| (b - out.objective) / out.objective.abs().max(1.0));
-            let info = SolverInfo {
-                path: out.path.into(),
-                seconds: 0.0,
-                objective: out.objective,
-                bound: out.bound,
-                gap,
-                time_limit_hit: out.time_limit_hit,
-                greedy_objective: Some(out.greedy_objective),
-                note: None,
-            };
+            let info = out.solver_info(0.0);
             let plan = render_plan(&inst, &out.assignment, out.status, info);
             validate_plan(&inst, &plan).map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
             std::fs::write(
@@ -136,7 +124,7 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
                 inst.pending.len(),
                 out.objective,
                 out.bound.map_or("-".into(), |b| format!("{b:.1}")),
-                gap.map_or("-".into(), |g| format!("{:.2}%", g * 100.0)),
+                out.gap().map_or("-".into(), |g| format!("{:.2}%", g * 100.0)),
                 out.objective / out.greedy_objective.max(1e-9),
                 placed(&out.assignment),
                 placed(&g.assignment),

@@ -4,7 +4,7 @@ use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
-use gangplan::plan::{render_plan, validate_plan, Plan, SolverInfo};
+use gangplan::plan::{render_plan, validate_plan, Plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
 use gangplan::topology::Topology;
 use std::path::PathBuf;
@@ -139,19 +139,7 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     if let Some(note) = &out.note {
         eprintln!("gangplan: {note}");
     }
-    let gap = out
-        .bound
-        .map(|b| (b - out.objective) / out.objective.abs().max(1.0));
-    let info = SolverInfo {
-        path: out.path.to_string(),
-        seconds: started.elapsed().as_secs_f64(),
-        objective: out.objective,
-        bound: out.bound,
-        gap,
-        time_limit_hit: out.time_limit_hit,
-        greedy_objective: Some(out.greedy_objective),
-        note: out.note.clone(),
-    };
+    let info = out.solver_info(started.elapsed().as_secs_f64());
     let plan = render_plan(&inst, &out.assignment, out.status, info);
     validate_plan(&inst, &plan).map_err(|e| {
         Failure::new(

@@ -117,6 +117,26 @@ pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
 }
 
 impl SolveOutcome {
+    /// The gap of the returned plan against the bound, where one exists.
+    pub fn gap(&self) -> Option<f64> {
+        self.bound
+            .map(|b| (b - self.objective) / self.objective.abs().max(1.0))
+    }
+
+    /// The plan's solver report, with the wall seconds of the command so far.
+    pub fn solver_info(&self, seconds: f64) -> crate::plan::SolverInfo {
+        crate::plan::SolverInfo {
+            path: self.path.to_string(),
+            seconds,
+            objective: self.objective,
+            bound: self.bound,
+            gap: self.gap(),
+            time_limit_hit: self.time_limit_hit,
+            greedy_objective: Some(self.greedy_objective),
+            note: self.note.clone(),
+        }
+    }
+
     /// The outcome of a solver plan at least as good as greedy: `optimal` when the solver
     /// finished (`solved`) and the recomputed gap is within `mip_gap`, else `feasible`.
     #[allow(clippy::too_many_arguments)]
