@@ -260,11 +260,11 @@ impl FailureMemo {
         if self.failed.get(&key).is_some_and(|&p| job.priority <= p) {
             return false;
         }
-        let placed = place_job(state, topo, j, preempt_margin, victims);
+        let outcome = place_job(state, topo, j, preempt_margin, victims);
         if state.assignment.preempted.len() != self.preemptions_seen {
             self.preemptions_seen = state.assignment.preempted.len();
             self.failed.clear();
-        } else if !placed {
+        } else if outcome == PlaceOutcome::NoRoom {
             let p = if priority_matters {
                 job.priority
             } else {
@@ -273,8 +273,19 @@ impl FailureMemo {
             let e = self.failed.entry(key).or_insert(i64::MIN);
             *e = (*e).max(p);
         }
-        placed
+        outcome == PlaceOutcome::Placed
     }
+}
+
+/// What became of one job in a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceOutcome {
+    /// Placed and committed.
+    Placed,
+    /// No placement (or quota, or preemption that pays) was found.
+    NoRoom,
+    /// A placement exists but its spread penalty eats the job's whole value.
+    NotWorth,
 }
 
 /// Preemptible running jobs, cheapest victim first (ties by index).
@@ -290,29 +301,47 @@ pub fn victims_by_cost(inst: &Instance) -> Vec<usize> {
 /// Try to place job j; commit on success. With `preempt_margin` set and preemption allowed,
 /// a job that does not fit may preempt the cheapest strictly-lower-priority preemptible jobs
 /// (`victims`: see [`victims_by_cost`]) when its value minus spread exceeds their cost by the
-/// factor `1 + margin`; trial preemptions are undone when it does not pay or fit.
+/// factor `1 + margin`; trial preemptions are undone when it does not pay or fit. A placement
+/// whose spread penalty is at least the job's value lowers the objective and is not taken.
 pub fn place_job(
     state: &mut RoundState,
     topo: &Topology,
     j: usize,
     preempt_margin: Option<f64>,
     victims: &[usize],
-) -> bool {
+) -> PlaceOutcome {
+    use PlaceOutcome::{NoRoom, NotWorth, Placed};
     let inst = state.inst;
     let job = &inst.pending[j];
     if !state.quota_allows(job) {
-        return false;
+        return NoRoom;
     }
+    let spread_of = |set: &GpuSet| {
+        if job.gpus > 1 {
+            spread_penalty(
+                &topo.span(inst, set),
+                topo.min_units(inst, job),
+                job.gpus,
+                &job.slowdown,
+                inst.policy.weights.spread,
+            )
+        } else {
+            0.0
+        }
+    };
     if let Some(set) = find_placement(state, topo, j) {
+        if job_value(inst, job) - spread_of(&set) <= 0.0 {
+            return NotWorth;
+        }
         state.commit(j, set);
-        return true;
+        return Placed;
     }
     let Some(margin) = preempt_margin else {
-        return false;
+        return NoRoom;
     };
     let mask = topo.type_mask(job);
     if !inst.policy.preemption || job.gpus == 0 {
-        return false;
+        return NoRoom;
     }
     let candidates: Vec<usize> = victims
         .iter()
@@ -326,7 +355,7 @@ pub fn place_job(
         .take(MAX_VICTIMS_TRIED)
         .collect();
     if candidates.is_empty() {
-        return false;
+        return NoRoom;
     }
     // Cheap necessary condition before each trial: enough GPUs with the victims so far gone.
     let victim_gpus = |k: usize| -> u32 {
@@ -345,7 +374,7 @@ pub fn place_job(
         .map(|n| state.avail_count(n, job.priority))
         .sum();
     if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
-        return false;
+        return NoRoom;
     }
     let mut chosen = Vec::new();
     let mut found = None;
@@ -374,7 +403,7 @@ pub fn place_job(
         for &k in chosen.iter().rev() {
             state.unpreempt(k);
         }
-        return false;
+        return NoRoom;
     };
     // Drop victims the placement does not need, most expensive first.
     for &k in chosen.clone().iter().rev() {
@@ -387,18 +416,7 @@ pub fn place_job(
             None => state.preempt(k),
         }
     }
-    let min = topo.min_units(inst, job);
-    let spread = if job.gpus > 1 {
-        spread_penalty(
-            &topo.span(inst, &set),
-            min,
-            job.gpus,
-            &job.slowdown,
-            inst.policy.weights.spread,
-        )
-    } else {
-        0.0
-    };
+    let spread = spread_of(&set);
     let cost: f64 = chosen
         .iter()
         .map(|&k| victim_cost(inst, &inst.running[k]))
@@ -407,10 +425,10 @@ pub fn place_job(
         for &k in &chosen {
             state.unpreempt(k);
         }
-        return false;
+        return NoRoom;
     }
     state.commit(j, set);
-    true
+    Placed
 }
 
 /// Where job j would go in this state, or `None`.
