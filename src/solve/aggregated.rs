@@ -54,7 +54,7 @@ pub fn start(
                     .and_then(|r| super::check_columns(r, columns));
                 answer.map(|r| {
                     (
-                        (agg.chosen(&inst, &r.columns), agg.victims(&r.columns)),
+                        (agg.chosen(&r.columns), agg.victims(&r.columns)),
                         r.status,
                         r.dual_bound.map(|b| b + constant),
                     )
