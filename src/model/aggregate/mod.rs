@@ -105,7 +105,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let mut free_t = vec![0.0f64; ntypes];
     let mut victims_t: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
     let mut pot_nodes: Vec<Vec<u32>> = vec![Vec::new(); ntypes];
-    let mut potential = vec![0u32; inst.nodes.len()];
+    let mut offers: Vec<Vec<(i64, u32)>> = vec![Vec::new(); inst.nodes.len()];
     for (n, gpus) in before.gpus.iter().enumerate() {
         let t = topo.node_type[n];
         let mut pot = 0;
@@ -126,6 +126,10 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
                 _ => {}
             }
         }
+        offers[n].push((i64::MIN, pot - by_victim.values().sum::<u32>()));
+        for (&k, &g) in &by_victim {
+            offers[n].push((inst.running[k].priority, g));
+        }
         for (k, g) in by_victim {
             victims_t[t].push((
                 inst.running[k].priority,
@@ -134,9 +138,8 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             ));
         }
         pot_nodes[t].push(pot);
-        potential[n] = pot;
     }
-    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &potential);
+    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &offers);
 
     // Classes.
     type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
