@@ -9,6 +9,7 @@
 //! strictly-lower-priority preemptible jobs are added as victims until it fits, unneeded
 //! victims are dropped, and the result is kept only if it raises the objective.
 
+use super::frag_aware as frag;
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, PendingJob};
@@ -45,14 +46,34 @@ pub fn portfolio(
     topo: &Topology,
     deadline: Option<std::time::Instant>,
 ) -> Assignment {
-    let passes = [
+    let mode = std::env::var("GANGPLAN_FRAG_PASSES").unwrap_or_default();
+    let mut passes = vec![
         (Order::ValuePerGpu, Some(0.0)),
         (Order::ValuePerGpu, None),
         (Order::ValuePerGpu, Some(0.5)),
         (Order::Value, None),
         (Order::Size, None),
     ];
-    let mut best: Option<(f64, Assignment)> = None;
+    if inst.task_dist.is_some() && !mode.is_empty() {
+        passes = mode
+            .split(',')
+            .map(|m| match m {
+                "arrival" => (Order::Arrival, None),
+                "size" => (Order::Size, None),
+                "vpg" => (Order::ValuePerGpu, None),
+                "vpg0" => (Order::ValuePerGpu, Some(0.0)),
+                "vpg5" => (Order::ValuePerGpu, Some(0.5)),
+                "value" => (Order::Value, None),
+                _ => (Order::Small, None),
+            })
+            .collect();
+    }
+    let select = std::env::var("GANGPLAN_FRAG_SELECT").unwrap_or_default();
+    let lambda: f64 = std::env::var("GANGPLAN_FRAG_LAMBDA")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    let mut best: Option<((f64, f64), Assignment)> = None;
     let mut last = std::time::Duration::ZERO;
     for (order, margin) in passes {
         if margin.is_some() && !inst.policy.preemption {
@@ -66,9 +87,35 @@ pub fn portfolio(
         let started = std::time::Instant::now();
         let a = greedy_pass(inst, topo, order, margin);
         let obj = evaluate(inst, topo, &a).total();
+        let key = match (inst.task_dist.as_deref(), select.as_str()) {
+            (Some(d), "objfrag") => (obj, -frag::total_after(inst, &a, d)),
+            (Some(d), "placedfrag") => {
+                let placed: f64 = a
+                    .placed
+                    .keys()
+                    .map(|&j| inst.pending[j].gpu_equivalent())
+                    .sum();
+                (placed, -frag::total_after(inst, &a, d))
+            }
+            (Some(d), "score") => {
+                let placed: f64 = a
+                    .placed
+                    .keys()
+                    .map(|&j| inst.pending[j].gpu_equivalent())
+                    .sum();
+                (
+                    placed - lambda * frag::total_after(inst, &a, d) / 1000.0,
+                    0.0,
+                )
+            }
+            _ => (obj, 0.0),
+        };
         last = started.elapsed();
-        if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
-            best = Some((obj, a));
+        if best
+            .as_ref()
+            .is_none_or(|(b, _)| key.0 > b.0 + 1e-9 || (key.0 >= b.0 - 1e-9 && key.1 > b.1 + 1e-9))
+        {
+            best = Some((key, a));
         }
     }
     best.map(|(_, a)| a).unwrap_or_default()
@@ -83,6 +130,10 @@ pub enum Order {
     Value,
     /// Larger gangs first, value per GPU on ties.
     Size,
+    /// Pending (arrival) order.
+    Arrival,
+    /// Smaller first.
+    Small,
 }
 
 /// One greedy pass. `preempt_margin`: `None` never preempts; `Some(m)` preempts when the job's
@@ -205,6 +256,11 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
             Order::ValuePerGpu => per[b].total_cmp(&per[a]).then(p[b].gpus.cmp(&p[a].gpus)),
             Order::Value => total[b].total_cmp(&total[a]),
             Order::Size => p[b].gpus.cmp(&p[a].gpus).then(per[b].total_cmp(&per[a])),
+            Order::Arrival => a.cmp(&b),
+            Order::Small => p[a]
+                .gpu_equivalent()
+                .total_cmp(&p[b].gpu_equivalent())
+                .then(a.cmp(&b)),
         };
         primary.then(p[a].id.cmp(&p[b].id))
     });
@@ -435,17 +491,28 @@ pub fn place_job(
 pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<GpuSet> {
     let inst = state.inst;
     let job = &inst.pending[j];
+    let dist = inst.task_dist.as_deref();
     if job.gpus == 0 {
-        return place_cpu_only(state, job);
+        return match dist {
+            Some(d) => frag::cpu_only(state, job, d),
+            None => place_cpu_only(state, job),
+        };
     }
     if job.is_sharer() {
-        return place_sharer(state, topo, job);
+        return match dist {
+            Some(d) => frag::sharer(state, &topo.type_mask(job), job, d),
+            None => place_sharer(state, topo, job),
+        };
     }
     let mask = topo.type_mask(job);
     let ok = |n: NodeIx| mask[topo.node_type[n]];
     // One node.
     if job.gpus_per_node.is_none_or(|g| g == job.gpus) {
-        if let Some(n) = best_single_node(state, &mask, job) {
+        let one = match dist {
+            Some(d) => frag::single_node(state, &mask, job, d),
+            None => best_single_node(state, &mask, job),
+        };
+        if let Some(n) = one {
             return state.pick_indices(j, &[(n, job.gpus)]);
         }
     }
