@@ -1,5 +1,6 @@
 //! The aggregated model against the exact per-node model (the oracle) on small rounds: its
-//! bound is never below the exact optimum, its plans are valid and never worse than greedy.
+//! bound is never below the exact optimum, its plans are valid and never worse than greedy, and
+//! on most small rounds it reaches and proves the exact optimum.
 
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
@@ -21,11 +22,13 @@ fn opts(inst: &gangplan::instance::Instance, formulation: Formulation) -> SolveO
 fn aggregated_bound_covers_the_exact_optimum() {
     let lib = ModelLibrary::builtin();
     let mut compared = 0;
-    for seed in 1..=8 {
+    let mut same_optimum = 0;
+    for (seed, busy) in (1..=8).flat_map(|s| [(s, 0.65), (s, 0.85)]) {
         let p = GenParams {
             nodes: 8,
             pending: 16,
             seed,
+            busy,
             nodes_per_rack: 4,
             racks_per_pod: 2,
             time_limit: 20.0,
@@ -37,7 +40,7 @@ fn aggregated_bound_covers_the_exact_optimum() {
         let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
         assert!(
             agg.objective + 1e-7 >= agg.greedy_objective,
-            "seed {seed}: aggregated plan below greedy"
+            "seed {seed} busy {busy}: aggregated plan below greedy"
         );
         let info = SolverInfo {
             path: "ilp".into(),
@@ -53,25 +56,34 @@ fn aggregated_bound_covers_the_exact_optimum() {
             &inst,
             &render_plan(&inst, &agg.assignment, agg.status, info),
         )
-        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        .unwrap_or_else(|e| panic!("seed {seed} busy {busy}: {e}"));
         // The exact model's proven optimum (solved to a 0.01% gap) never exceeds the aggregated bound.
         if let (Some(b), false) = (agg.bound, exact.time_limit_hit) {
             assert!(
                 b + 1e-6 >= exact.objective,
-                "seed {seed}: aggregated bound {b} below the exact optimum {}",
+                "seed {seed} busy {busy}: aggregated bound {b} below the exact optimum {}",
                 exact.objective
             );
             assert!(
                 exact.objective + 1e-6 >= agg.objective,
-                "seed {seed}: aggregated plan {} above the exact optimum {}",
+                "seed {seed} busy {busy}: aggregated plan {} above the exact optimum {}",
                 agg.objective,
                 exact.objective
             );
             compared += 1;
+            // Both reach the same optimum, and the aggregated bound proves it.
+            if (agg.objective - exact.objective).abs() <= 1e-6 && b - exact.objective <= 1e-6 {
+                same_optimum += 1;
+            }
         }
     }
     assert!(
-        compared >= 4,
+        compared >= 8,
         "too few rounds solved exactly to compare ({compared})"
+    );
+    // On most small rounds the aggregated model is exact: same plan value, bound = optimum.
+    assert!(
+        same_optimum * 2 >= compared,
+        "the aggregated model proved the exact optimum on only {same_optimum} of {compared} rounds"
     );
 }

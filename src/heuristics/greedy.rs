@@ -4,7 +4,8 @@
 //! Each gang is tried inside a transaction (a copy of the [`RoundState`]) and committed whole or
 //! not at all. Placement, tightest domain first: one node (best fit, nodes already in use
 //! first), then one rack-scale NVLink domain, one rack, one pod, the cluster, as far as
-//! `within` allows; inside a domain the fewest nodes, best fit for the last piece. Sharers go to
+//! `within` allows; inside a domain the fewest nodes, best fit for the last piece; among the
+//! domains of a level, the lowest spread penalty, then the fewest nodes. Sharers go to
 //! the fullest GPU they fit on. When a job does not fit and preemption is on, the cheapest
 //! strictly-lower-priority preemptible jobs are added as victims until it fits, unneeded
 //! victims are dropped, and the result is kept only if it raises the objective.
@@ -484,8 +485,21 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         None => &[Level::Unit, Level::Rack, Level::Pod, Level::Cluster],
     };
     let mut nodes: Vec<NodeIx> = Vec::new();
+    let min_units = topo.min_units(inst, job);
     for &level in levels {
-        let mut best: Option<((u32, u32, usize), Vec<(NodeIx, u32)>)> = None;
+        // Key: spread penalty of the node set (islands aside), nodes, GPUs left, domain.
+        let mut best: Option<((f64, u32, u32, usize), Vec<(NodeIx, u32)>)> = None;
+        let mut offer = |key: (f64, u32, u32, usize), counts: Vec<(NodeIx, u32)>| {
+            let better = best.as_ref().is_none_or(|(b, _)| {
+                key.0
+                    .total_cmp(&b.0)
+                    .then((key.1, key.2, key.3).cmp(&(b.1, b.2, b.3)))
+                    .is_lt()
+            });
+            if better {
+                best = Some((key, counts));
+            }
+        };
         for (d, members) in topo.domains[level as usize].iter().enumerate() {
             if level == Level::Unit && members.len() < 2 {
                 continue; // single nodes were tried above
@@ -513,11 +527,18 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
             if total < job.gpus {
                 continue;
             }
+            let penalty = |counts: &[(NodeIx, u32)]| {
+                let gpus: GpuSet = counts.iter().map(|&(n, _)| (n, Vec::new())).collect();
+                spread_penalty(
+                    &topo.span(inst, &gpus),
+                    min_units,
+                    job.gpus,
+                    &job.slowdown,
+                    inst.policy.weights.spread,
+                )
+            };
             if let Some((counts, leftover)) = pack(state, job, &nodes) {
-                let key = (counts.len() as u32, leftover, d);
-                if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                    best = Some((key, counts));
-                }
+                offer((penalty(&counts), counts.len() as u32, leftover, d), counts);
             }
         }
         if let Some((_, counts)) = best {

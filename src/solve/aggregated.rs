@@ -10,6 +10,7 @@ use crate::model::aggregate;
 use crate::objective::evaluate;
 use crate::plan::Status;
 use crate::topology::Topology;
+use rayon::prelude::*;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -81,22 +82,31 @@ pub fn solve(
         Err(_) => return fallback(Some(format!("the aggregated solver did not return within the time limit ({:.2} s); greedy plan used", budget.as_secs_f64())), None, true),
     };
     let hit = status == BackendStatus::LimitWithIncumbent;
-    // Second stage: the chosen jobs first, in greedy order, then the rest.
+    // Second stage: the chosen jobs first, then the rest, in greedy order, with the model's
+    // victims or the greedy's own preemption (the passes run in parallel).
     let order = greedy_order(inst, Order::ValuePerGpu);
-    let sequence: Vec<usize> = order
+    let chosen_first: Vec<usize> = order
         .iter()
         .copied()
         .filter(|j| chosen.contains(j))
         .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
         .collect();
-    let mut best: Option<(f64, Assignment)> = None;
     let none: &[usize] = &[];
-    for (margin, first) in [(None, &victims[..]), (Some(0.0), none), (None, none)] {
-        if margin.is_some() && !inst.policy.preemption {
-            continue;
-        }
-        let a = greedy_sequence(inst, topo, &sequence, margin, first);
-        let obj = evaluate(inst, topo, &a).total();
+    let variants = [
+        (&chosen_first, None, &victims[..]),
+        (&chosen_first, Some(0.0), none),
+        (&chosen_first, None, none),
+    ];
+    let plans: Vec<(f64, Assignment)> = variants
+        .par_iter()
+        .filter(|(_, margin, _)| margin.is_none() || inst.policy.preemption)
+        .map(|&(sequence, margin, first)| {
+            let a = greedy_sequence(inst, topo, sequence, margin, first);
+            (evaluate(inst, topo, &a).total(), a)
+        })
+        .collect();
+    let mut best: Option<(f64, Assignment)> = None;
+    for (obj, a) in plans {
         if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
             best = Some((obj, a));
         }

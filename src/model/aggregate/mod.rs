@@ -23,12 +23,19 @@
 //!   multiples of L, so both rows hold for every real placement)
 //! quotas:    sum_{j of t} eq_j y_j - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
 //! fairness:  sigma_t >= F_t - H_t,  sigma_t >= 0
-//! objective: sum_j value_j y_j - sum_k cost_k p_k - fairness sum_t sigma_t
+//! objective: sum_j (value_j - spread_floor_j) y_j - sum_k cost_k p_k - fairness sum_t sigma_t
+//!            - packing_floor
 //! ```
-//! Spread and packing costs are left out (they are never negative), as are CPU and memory and
-//! the locality of multi-node gangs: all on the safe side for the bound. A second stage
+//! x_ct is integer where a job of the class lands on one type (one-node jobs, one accepted
+//! type); a multi-node gang accepting several types may mix them, so its x_ct is continuous.
+//! Spread and packing enter through floors that no placement can beat ([`spread`],
+//! [`packing`]); CPU, memory and the locality of multi-node gangs beyond those floors are left
+//! out: all on the safe side for the bound. A second stage
 //! (`solve`) places the chosen jobs first with the greedy machinery, so the returned plan is
 //! always concrete and valid, and never worse than greedy.
+
+pub mod packing;
+pub mod spread;
 
 use super::{MipModel, Vars};
 use crate::instance::Instance;
@@ -116,6 +123,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let mut free_t = vec![0.0f64; ntypes];
     let mut victims_t: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
     let mut pot_nodes: Vec<Vec<u32>> = vec![Vec::new(); ntypes];
+    let mut potential = vec![0u32; inst.nodes.len()];
     for (n, gpus) in before.gpus.iter().enumerate() {
         let t = topo.node_type[n];
         let mut pot = 0;
@@ -144,7 +152,9 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             ));
         }
         pot_nodes[t].push(pot);
+        potential[n] = pot;
     }
+    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &potential);
 
     // Classes.
     type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
@@ -173,6 +183,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     }
     let mut classes = Vec::new();
     let mut type_users: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
+    let mut takes: Vec<Vec<packing::TypeTake>> = (0..ntypes).map(|_| Vec::new()).collect();
     let mut level_rows: BTreeMap<(usize, u32), (Expression, Expression)> = BTreeMap::new();
     let mut tenant_y: Vec<Expression> = vec![Expression::from(0.0); inst.tenants.len()];
     for (key, members) in &class_of {
@@ -181,18 +192,26 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         let mut sum_y = Expression::from(0.0);
         for &j in members {
             let y = p.add(variable().min(0).max(1));
-            objective += job_value(inst, &inst.pending[j]) * y;
+            let job = &inst.pending[j];
+            objective += (job_value(inst, job) - spread_floor.of(job)) * y;
             sum_y += y;
             tenant_y[inst.pending[j].tenant].add_mul(eq(j), y);
             start.push((j, y));
         }
         constraints.push((sum_y - n_c).eq(0.0));
         let mut sum_x = Expression::from(0.0);
+        let one_type = mask.iter().filter(|&&m| m).count() == 1;
         for t in (0..ntypes).filter(|&t| mask[t]) {
-            let x = p.add(int(variable().min(0).max(members.len() as f64)));
+            let def = variable().min(0).max(members.len() as f64);
+            let x = p.add(if *one_node || one_type { int(def) } else { def });
             sum_x += x;
             let per_job = milli.map_or(*gpus as f64, |m| m as f64 / 1000.0);
             type_users[t].push((*prio, per_job, x));
+            takes[t].push(packing::TypeTake {
+                least: if milli.is_some() { 0.0 } else { *gpus as f64 },
+                most: *gpus as f64,
+                count: x,
+            });
             let (slots_per_job, piece) = match (gpn, one_node) {
                 (_, true) => (1.0, *gpus),
                 (Some(k), false) => ((*gpus / k) as f64, *k),
@@ -279,7 +298,14 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             objective -= w * sigma;
         }
     }
-    constant += 0.0;
+    let freed: Vec<Vec<(f64, Variable)>> = victims_t
+        .iter()
+        .map(|v| v.iter().map(|&(_, g, var)| (g, var)).collect())
+        .collect();
+    let floor = packing::floor(inst, topo, &before, &mut p, integer, &takes, &freed);
+    objective += floor.objective;
+    constant += floor.constant;
+    constraints.extend(floor.constraints);
     let columns = p
         .iter_variables_with_def()
         .enumerate()

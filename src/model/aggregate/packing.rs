@@ -1,0 +1,111 @@
+//! A floor under the packing penalty (open nodes and stranded GPUs), per GPU type.
+//!
+//! On type t, nodes with a GPU busy before the round ("partial") have F_t free usable GPUs;
+//! E_t nodes have none busy, each with between u_t^min and u_t^max usable GPUs. Victims free
+//! G_t = sum_{k on t} g_kt p_k GPUs on partial nodes. With o_t the empty nodes a plan opens,
+//! the GPUs whole-GPU jobs take on t fit in what the partial and opened nodes offer, and every
+//! GPU of those nodes that stays free is stranded:
+//!
+//! ```text
+//! o_t in Z+, o_t <= E_t
+//! sum_c g_c x_ct <= F_t + G_t + u_t^max o_t                       (whole-GPU classes)
+//! packing >= sum_t open_node o_t + strand (F_t + G_t + u_t^min o_t - sum_c h_c x_ct)
+//! ```
+//!
+//! h_c = g_c for whole-GPU classes and 1 per sharer (a sharer takes at most one free GPU), so
+//! the stranded count is never overstated and the floor stays below every plan's penalty.
+
+use crate::instance::Instance;
+use crate::state::{ClusterState, GpuUse};
+use crate::topology::Topology;
+use good_lp::{variable, Constraint, Expression, ProblemVariables, Variable};
+
+/// GPUs a class takes from the free pool of one type: (at least, at most) per job, and the
+/// count variable.
+pub struct TypeTake {
+    /// GPUs per job taken for sure (0 for a sharer, which may go to a shared GPU).
+    pub least: f64,
+    /// GPUs per job taken at most.
+    pub most: f64,
+    /// Jobs of the class on this type.
+    pub count: Variable,
+}
+
+/// The floor's contribution: the (negated) penalty expression to add to the objective, the
+/// constraint rows, and the constant part of the penalty.
+pub struct PackingFloor {
+    /// Minus the penalty's variable part (add to the objective).
+    pub objective: Expression,
+    /// Minus the penalty's constant part (add to the objective's constant).
+    pub constant: f64,
+    /// The capacity rows tying opened nodes to GPUs taken.
+    pub constraints: Vec<Constraint>,
+}
+
+/// Build the packing floor. `takes[t]`: the classes' counts on type t; `freed[t]`: GPUs on t
+/// each victim variable frees.
+pub fn floor(
+    inst: &Instance,
+    topo: &Topology,
+    before: &ClusterState,
+    problem: &mut ProblemVariables,
+    integer: bool,
+    takes: &[Vec<TypeTake>],
+    freed: &[Vec<(f64, Variable)>],
+) -> PackingFloor {
+    let w = &inst.policy.weights;
+    let ntypes = takes.len();
+    let mut partial_free = vec![0u64; ntypes];
+    let mut empties: Vec<(u64, u32, u32)> = vec![(0, u32::MAX, 0); ntypes];
+    for (n, gpus) in before.gpus.iter().enumerate() {
+        let t = topo.node_type[n];
+        let free = gpus.iter().filter(|u| matches!(u, GpuUse::Free)).count() as u32;
+        let busy = gpus
+            .iter()
+            .any(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }));
+        if busy {
+            partial_free[t] += free as u64;
+        } else if free > 0 {
+            let e = &mut empties[t];
+            e.0 += 1;
+            e.1 = e.1.min(free);
+            e.2 = e.2.max(free);
+        }
+    }
+    let mut out = PackingFloor {
+        objective: Expression::from(0.0),
+        constant: 0.0,
+        constraints: Vec::new(),
+    };
+    if w.open_node == 0.0 && w.strand == 0.0 {
+        return out;
+    }
+    for t in 0..ntypes {
+        let (count, u_min, u_max) = empties[t];
+        let mut least = Expression::from(0.0);
+        let mut most = Expression::from(0.0);
+        for take in &takes[t] {
+            least.add_mul(take.least, take.count);
+            most.add_mul(take.most, take.count);
+        }
+        let mut freed_t = Expression::from(0.0);
+        for &(g, v) in &freed[t] {
+            freed_t.add_mul(g, v);
+        }
+        let f = partial_free[t] as f64;
+        let mut strand = freed_t.clone() - most;
+        if count > 0 {
+            let def = variable().min(0).max(count as f64);
+            let opened = problem.add(if integer { def.integer() } else { def });
+            out.constraints
+                .push((least - freed_t - u_max as f64 * opened).leq(f));
+            out.objective.add_mul(-w.open_node, opened);
+            strand.add_mul(u_min as f64, opened);
+        } else {
+            out.constraints.push((least - freed_t).leq(f));
+        }
+        out.objective.add_mul(-w.strand, strand);
+        out.constant -= w.strand * f;
+    }
+    out
+}
