@@ -98,6 +98,10 @@ pub struct TraceArgs {
     /// replay: stop after this many planning rounds.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rounds: u64,
+    /// greedy, ilp: do not give them the trace's task distribution (one-node jobs then go by
+    /// best fit instead of least growth of fragmentation, larger gangs of a round first).
+    #[arg(long)]
+    pub no_task_dist: bool,
 }
 
 /// Replay a trace under one planner.
@@ -205,6 +209,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         seed: a.seed,
         round_time_limit: a.round_time_limit,
         max_rounds: a.max_rounds,
+        planner_task_dist: !a.no_task_dist,
         ..SimConfig::default()
     })
 }

@@ -167,7 +167,7 @@ pub fn frag_for(node: &NodeFree, t: &TaskType) -> f64 {
     let all = total as f64;
     if t.gpu_types
         .as_ref()
-        .is_some_and(|ts| !ts.iter().any(|x| *x == node.gpu_type))
+        .is_some_and(|ts| !ts.contains(&node.gpu_type))
     {
         return all;
     }
