@@ -229,3 +229,24 @@ fn the_simulator_passes_the_trace_distribution_only_when_asked() {
     }
     assert!(differ > 0, "the trace distribution changed no fill run");
 }
+
+#[test]
+fn gpu_weighting_scales_shares_by_gpu_demand() {
+    use gangplan::sim::engine::{weighted_dist, DistWeight};
+    let t = |gpus: u32, milli: u32| TaskType {
+        cpu_milli: 0,
+        memory_mib: 0,
+        gpus,
+        milli_per_gpu: milli,
+        gpu_types: None,
+    };
+    // Half the tasks ask for 8 GPUs, the other half for a quarter of one GPU.
+    let d = TaskDist::new(vec![(t(8, 1000), 0.5), (t(1, 250), 0.5)]);
+    assert_eq!(weighted_dist(&d, DistWeight::Tasks), d);
+    let w = weighted_dist(&d, DistWeight::Gpus);
+    let shares: Vec<f64> = w.types.iter().map(|x| x.1).collect();
+    let expect = [8000.0 / 8250.0, 250.0 / 8250.0];
+    for (a, b) in shares.iter().zip(expect) {
+        assert!((a - b).abs() < 1e-12, "{shares:?}");
+    }
+}

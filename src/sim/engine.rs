@@ -72,6 +72,32 @@ pub struct SimConfig {
     /// Give the greedy and the ILP the trace's task distribution, so that they place
     /// one-node jobs where fragmentation grows least (default true; false: best fit).
     pub planner_task_dist: bool,
+    /// How the task types of that distribution are weighted (default: by count, as FGD).
+    pub planner_dist_weight: DistWeight,
+}
+
+/// How the task types of the distribution given to the greedy and the ILP are weighted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DistWeight {
+    /// By how many tasks are of the type (FGD's popularity; what `fgd` and the
+    /// fragmentation metric use).
+    #[default]
+    Tasks,
+    /// By the GPU capacity the type's tasks ask for: count x GPUs x milli per GPU.
+    Gpus,
+}
+
+/// `dist` with its shares reweighted as `w` says (renormalised).
+pub fn weighted_dist(dist: &TaskDist, w: DistWeight) -> TaskDist {
+    match w {
+        DistWeight::Tasks => dist.clone(),
+        DistWeight::Gpus => TaskDist::from_shares(
+            dist.types
+                .iter()
+                .map(|(t, p)| (t.clone(), p * t.gpus as f64 * t.milli_per_gpu as f64))
+                .collect(),
+        ),
+    }
 }
 
 impl Default for SimConfig {
@@ -85,6 +111,7 @@ impl Default for SimConfig {
             max_rounds: 1_000_000,
             las_thresholds: vec![3600.0, 36_000.0],
             planner_task_dist: true,
+            planner_dist_weight: DistWeight::default(),
         }
     }
 }
@@ -148,6 +175,7 @@ struct Sim<'a> {
     tenants: Option<Vec<RawTenant>>,
     topo: Option<Arc<Topology>>,
     dist: Arc<TaskDist>,
+    planner_dist: Arc<TaskDist>,
     solve_s: Vec<f64>,
     fallbacks: u64,
     reasons: BTreeMap<String, u64>,
@@ -247,7 +275,7 @@ impl<'a> Sim<'a> {
         })?;
         let takes_dist = matches!(self.planner.name(), PlannerName::Greedy | PlannerName::Ilp);
         if self.cfg.planner_task_dist && takes_dist {
-            inst.task_dist = Some(Arc::clone(&self.dist));
+            inst.task_dist = Some(Arc::clone(&self.planner_dist));
         }
         Ok(inst)
     }
@@ -354,14 +382,17 @@ pub fn simulate(
         }
         t
     });
+    let dist = trace_dist(trace);
+    let planner_dist = Arc::new(weighted_dist(&dist, cfg.planner_dist_weight));
     let mut sim = Sim {
+        planner_dist,
         trace,
         cfg,
         lib,
         planner,
         tenants,
         topo: None,
-        dist: Arc::new(trace_dist(trace)),
+        dist: Arc::new(dist),
         solve_s: Vec::new(),
         fallbacks: 0,
         reasons: BTreeMap::new(),
