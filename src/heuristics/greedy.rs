@@ -17,7 +17,8 @@ use crate::instance::{Instance, Locality, NodeIx, PendingJob};
 use crate::objective::{evaluate, fair_shares, job_value, value_per_gpu, victim_cost};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::{spread_penalty, Level, Topology};
+use crate::topology::{spread_penalty, Level, Span, Topology};
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 /// Most preemption victims tried for one job.
@@ -39,9 +40,9 @@ impl Planner for Greedy {
 
 /// The best, by the objective, of a small portfolio of passes: value per GPU with preemption
 /// margins 0 and 0.5 and without preemption, then total value and size orders without
-/// preemption (ties go to the earlier pass). The first pass always runs; with a `deadline`,
-/// a further pass starts only while the time the previous one took still fits before it (so
-/// under time pressure fewer passes run; without one the result is a function of the input).
+/// preemption (ties go to the earlier pass). The first pass always runs; the others then run
+/// in parallel, as many as the time the first one took says fit before `deadline` (all of them
+/// without one, when the result is a function of the input alone).
 ///
 /// With a task distribution on the instance the total-value and size passes are left out:
 /// they place the largest gangs of a round first, which on the FGD paper's openb workloads
@@ -53,36 +54,41 @@ pub fn portfolio(
     topo: &Topology,
     deadline: Option<std::time::Instant>,
 ) -> Assignment {
-    let passes = [
+    let passes: Vec<(Order, Option<f64>)> = [
         (Order::ValuePerGpu, Some(0.0)),
         (Order::ValuePerGpu, None),
         (Order::ValuePerGpu, Some(0.5)),
         (Order::Value, None),
         (Order::Size, None),
-    ];
-    let mut best: Option<(f64, Assignment)> = None;
-    let mut last = std::time::Duration::ZERO;
-    for (order, margin) in passes {
-        if margin.is_some() && !inst.policy.preemption {
-            continue;
-        }
-        if inst.task_dist.is_some() && order != Order::ValuePerGpu {
-            continue;
-        }
-        if let (Some(d), Some(_)) = (deadline, &best) {
-            if std::time::Instant::now() + last * 2 > d {
-                break;
-            }
-        }
-        let started = std::time::Instant::now();
+    ]
+    .into_iter()
+    .filter(|(_, margin)| margin.is_none() || inst.policy.preemption)
+    .filter(|(order, _)| inst.task_dist.is_none() || *order == Order::ValuePerGpu)
+    .collect();
+    let run = |&(order, margin): &(Order, Option<f64>)| {
         let a = greedy_pass(inst, topo, order, margin);
-        let obj = evaluate(inst, topo, &a).total();
-        last = started.elapsed();
-        if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
-            best = Some((obj, a));
+        (evaluate(inst, topo, &a).total(), a)
+    };
+    let started = std::time::Instant::now();
+    let mut best = run(&passes[0]);
+    let first = started.elapsed();
+    let rest = &passes[1..];
+    // Passes run two at a time (or one per core), each about as long as the first.
+    let fit = match deadline {
+        None => rest.len(),
+        Some(d) => {
+            let left = d.saturating_duration_since(std::time::Instant::now());
+            let waves = (left.as_secs_f64() / (2.0 * first.as_secs_f64()).max(1e-6)) as usize;
+            rest.len().min(waves * rayon::current_num_threads().max(1))
+        }
+    };
+    let others: Vec<(f64, Assignment)> = rest[..fit].par_iter().map(run).collect();
+    for (obj, a) in others {
+        if obj > best.0 + 1e-9 {
+            best = (obj, a);
         }
     }
-    best.map(|(_, a)| a).unwrap_or_default()
+    best.1
 }
 
 /// The order in which a pass considers jobs.
@@ -392,11 +398,17 @@ pub fn place_job(
     }
     let mut chosen = Vec::new();
     let mut found = None;
-    for &k in &candidates {
+    // A gang over several nodes is searched for after 1, 2, 4, ... victims (each search scans
+    // the cluster); the unneeded victims are dropped below.
+    let several = job.node_limit() > 1;
+    for (i, &k) in candidates.iter().enumerate() {
         state.preempt(k);
         chosen.push(k);
         reachable += victim_gpus(k);
         if reachable < job.gpus {
+            continue;
+        }
+        if several && !(i + 1).is_power_of_two() && i + 1 < candidates.len() {
             continue;
         }
         // A one-node job can only newly fit on a node this victim freed GPUs on.
@@ -419,9 +431,18 @@ pub fn place_job(
         }
         return NoRoom;
     };
-    // Drop victims the placement does not need, most expensive first.
+    // Drop victims the placement does not need, most expensive first. A victim on no node of
+    // the placement is dropped without a new search: the placement stands without it.
     for &k in chosen.clone().iter().rev() {
         state.unpreempt(k);
+        if inst.running[k]
+            .gpus
+            .iter()
+            .all(|(n, _)| !set.contains_key(n))
+        {
+            chosen.retain(|&v| v != k);
+            continue;
+        }
         match find_placement(state, topo, j) {
             Some(s) => {
                 chosen.retain(|&v| v != k);
@@ -484,23 +505,70 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         Some(Locality::Pod) => &[Level::Unit, Level::Rack, Level::Pod],
         None => &[Level::Unit, Level::Rack, Level::Pod, Level::Cluster],
     };
+    // GPUs the job may take per domain at every level, from one pass over the nodes.
+    let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
+    // The most GPUs one node of the domain offers (capped by gpus_per_node).
+    let mut widest: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
+    for n in (0..inst.nodes.len()).filter(|&n| ok(n)) {
+        let a = state.avail_count(n, job.priority);
+        if a > 0 {
+            let w = job.gpus_per_node.map_or(a, |k| a.min(k));
+            let at = [topo.unit_of[n], inst.nodes[n].rack, inst.nodes[n].pod, 0];
+            for l in 0..4 {
+                reach[l][at[l]] += a;
+                widest[l][at[l]] = widest[l][at[l]].max(w);
+            }
+        }
+    }
+    let fewest_nodes = job.gpus.div_ceil(widest[Level::Cluster as usize][0].max(1));
+    // Where every unit is one node, a domain's fewest nodes bound its units from below.
+    let units_are_nodes = topo.units == inst.nodes.len();
     let mut nodes: Vec<NodeIx> = Vec::new();
     let min_units = topo.min_units(inst, job);
     for &level in levels {
         // Key: spread penalty of the node set (islands aside), nodes, GPUs left, domain.
         let mut best: Option<((f64, u32, u32, usize), Vec<(NodeIx, u32)>)> = None;
-        let mut offer = |key: (f64, u32, u32, usize), counts: Vec<(NodeIx, u32)>| {
-            let better = best.as_ref().is_none_or(|(b, _)| {
-                key.0
-                    .total_cmp(&b.0)
-                    .then((key.1, key.2, key.3).cmp(&(b.1, b.2, b.3)))
-                    .is_lt()
-            });
-            if better {
-                best = Some((key, counts));
+        // Domains best fit first (a domain leaves reach - gpus GPUs free): once one gives no
+        // spread penalty on the fewest nodes possible, no later domain can beat it.
+        let reach_here = &reach[level as usize];
+        let mut order: Vec<usize> = (0..reach_here.len())
+            .filter(|&d| reach_here[d] >= job.gpus)
+            .collect();
+        order.sort_unstable_by_key(|&d| (reach_here[d], d));
+        for d in order {
+            let members = &topo.domains[level as usize][d];
+            if best
+                .as_ref()
+                .is_some_and(|(b, _)| b.0 <= 0.0 && b.1 <= fewest_nodes)
+            {
+                break;
             }
-        };
-        for (d, members) in topo.domains[level as usize].iter().enumerate() {
+            // Skip a domain whose best conceivable key (fewest nodes, one rack and pod, its
+            // known leftover) already loses to the best found.
+            let least_nodes = job.gpus.div_ceil(widest[level as usize][d].max(1));
+            let floor_span = Span {
+                nodes: least_nodes,
+                units: if units_are_nodes { least_nodes } else { 1 },
+                racks: 1,
+                pods: 1,
+                island_splits: 0,
+            };
+            let floor = spread_penalty(
+                &floor_span,
+                min_units,
+                job.gpus,
+                &job.slowdown,
+                inst.policy.weights.spread,
+            );
+            let floor_key = (least_nodes, reach_here[d] - job.gpus, d);
+            if best.as_ref().is_some_and(|(b, _)| {
+                floor
+                    .total_cmp(&b.0)
+                    .then(floor_key.cmp(&(b.1, b.2, b.3)))
+                    .is_gt()
+            }) {
+                continue;
+            }
             if level == Level::Unit && members.len() < 2 {
                 continue; // single nodes were tried above
             }
@@ -520,17 +588,9 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
             }
             nodes.clear();
             nodes.extend(members.iter().copied().filter(|&n| ok(n)));
-            let total: u32 = nodes
-                .iter()
-                .map(|&n| state.avail_count(n, job.priority))
-                .sum();
-            if total < job.gpus {
-                continue;
-            }
             let penalty = |counts: &[(NodeIx, u32)]| {
-                let gpus: GpuSet = counts.iter().map(|&(n, _)| (n, Vec::new())).collect();
                 spread_penalty(
-                    &topo.span(inst, &gpus),
+                    &topo.span_of_nodes(inst, counts.iter().map(|c| c.0)),
                     min_units,
                     job.gpus,
                     &job.slowdown,
@@ -538,7 +598,16 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
                 )
             };
             if let Some((counts, leftover)) = pack(state, job, &nodes) {
-                offer((penalty(&counts), counts.len() as u32, leftover, d), counts);
+                let key = (penalty(&counts), counts.len() as u32, leftover, d);
+                let better = best.as_ref().is_none_or(|(b, _)| {
+                    key.0
+                        .total_cmp(&b.0)
+                        .then((key.1, key.2, key.3).cmp(&(b.1, b.2, b.3)))
+                        .is_lt()
+                });
+                if better {
+                    best = Some((key, counts));
+                }
             }
         }
         if let Some((_, counts)) = best {

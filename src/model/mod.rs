@@ -127,6 +127,17 @@ pub struct MipModel {
 }
 
 impl MipModel {
+    /// A model with nothing in it.
+    pub fn empty() -> Self {
+        MipModel {
+            problem: ProblemVariables::new(),
+            vars: Vars::default(),
+            objective: Expression::from(0.0),
+            constant: 0.0,
+            constraints: Vec::new(),
+        }
+    }
+
     /// The model as a quiet HiGHS model: good_lp builds it, and the `highs` crate's model gives
     /// the options and readings good_lp hides. The variables and the objective's constant come
     /// back alongside.

@@ -6,6 +6,7 @@ use super::types::*;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
 use crate::state::ClusterState;
+use rayon::prelude::*;
 
 /// Render an assignment. `solver` is filled by the caller.
 pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: SolverInfo) -> Plan {
@@ -55,33 +56,43 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
         })
         .collect();
     let after = AfterRound::new(inst, &before, a);
-    // Jobs of one shape and tenant wait for the same reason: compute it once per shape.
-    let mut seen: std::collections::BTreeMap<_, super::reasons::Reason> =
-        std::collections::BTreeMap::new();
-    let pending: Vec<PendingEntry> = (0..inst.pending.len())
+    // Jobs of one shape, tenant and priority wait for the same reason: compute it once per
+    // shape (the shapes in parallel; the result does not depend on the order).
+    let shape = |j: usize| {
+        let p = &inst.pending[j];
+        (
+            p.gpu_types.clone(),
+            p.gpus,
+            p.within,
+            p.max_nodes,
+            p.gpus_per_node,
+            p.gpu_milli,
+            p.cpu_milli,
+            p.memory_mib,
+            p.tenant,
+            p.priority,
+        )
+    };
+    let waiting: Vec<usize> = (0..inst.pending.len())
         .filter(|j| !a.placed.contains_key(j))
+        .collect();
+    let mut first_of_shape = std::collections::BTreeMap::new();
+    for &j in &waiting {
+        first_of_shape.entry(shape(j)).or_insert(j);
+    }
+    let representatives: Vec<(_, usize)> = first_of_shape.into_iter().collect();
+    let seen: std::collections::BTreeMap<_, super::reasons::Reason> = representatives
+        .into_par_iter()
+        .map(|(key, j)| (key, reason(inst, &after, j)))
+        .collect();
+    let pending: Vec<PendingEntry> = waiting
+        .into_iter()
         .map(|j| {
-            let p = &inst.pending[j];
-            let key = (
-                p.gpu_types.clone(),
-                p.gpus,
-                p.within,
-                p.max_nodes,
-                p.gpus_per_node,
-                p.gpu_milli,
-                p.cpu_milli,
-                p.memory_mib,
-                p.tenant,
-                p.priority,
-            );
-            let r = seen
-                .entry(key)
-                .or_insert_with(|| reason(inst, &after, j))
-                .clone();
+            let r = &seen[&shape(j)];
             PendingEntry {
                 job: inst.pending[j].id.clone(),
                 kind: Some(r.kind().to_string()),
-                reason: r.text,
+                reason: r.text.clone(),
             }
         })
         .collect();

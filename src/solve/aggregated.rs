@@ -1,6 +1,6 @@
-//! Large rounds: the aggregated model chooses which jobs start (and bounds the objective), the
-//! greedy machinery places the chosen jobs first, and the better of that plan and the greedy
-//! plan is returned.
+//! Large rounds: the aggregated model chooses which jobs start (and bounds the objective) while
+//! the greedy plans the round on the other core; the greedy machinery then places the chosen
+//! jobs first, and the better of that plan and the greedy plan is returned.
 
 use super::{BackendSettings, BackendStatus, MipBackend, SolveOptions, SolveOutcome};
 use crate::assignment::Assignment;
@@ -11,16 +11,68 @@ use crate::objective::evaluate;
 use crate::plan::Status;
 use crate::topology::Topology;
 use rayon::prelude::*;
+use std::collections::BTreeSet;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
+use std::time::Instant;
 
-/// Solve a round through the aggregated model within `budget`.
-pub fn solve(
+/// The aggregated model's answer: the jobs it starts, its victims, its status and bound.
+type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
+
+/// A solve of the aggregated model running on its own thread.
+pub struct Running {
+    answer: mpsc::Receiver<std::thread::Result<crate::Result<Answer>>>,
+}
+
+/// Build and solve the aggregated model on a thread of its own, within `budget` (the model
+/// needs no MIP start, so it runs while the greedy plans the round).
+pub fn start(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
     budget: Duration,
+) -> std::io::Result<Running> {
+    let settings = BackendSettings {
+        time_limit: budget.as_secs_f64() * 0.6,
+        mip_gap: opts.mip_gap / 2.0,
+        seed: inst.policy.seed,
+        write_model: opts.write_model.clone(),
+    };
+    let (tx, rx) = mpsc::channel();
+    let (inst, topo) = (Arc::clone(inst), Arc::clone(topo));
+    std::thread::Builder::new()
+        .name("gangplan-aggregate".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut agg = aggregate::build(&inst, &topo, true);
+                let constant = agg.model.constant;
+                let model = std::mem::replace(&mut agg.model, crate::model::MipModel::empty());
+                let columns = model.columns();
+                let answer = backend
+                    .solve(model, &[], &settings)
+                    .and_then(|r| super::check_columns(r, columns));
+                answer.map(|r| {
+                    (
+                        (agg.chosen(&r.columns), agg.victims(&r.columns)),
+                        r.status,
+                        r.dual_bound.map(|b| b + constant),
+                    )
+                })
+            }));
+            let _ = tx.send(result);
+        })?;
+    Ok(Running { answer: rx })
+}
+
+/// Wait for the aggregated model until `wait_until`, then place the jobs it chose first with
+/// the greedy machinery; the better of that plan and the greedy plan is returned.
+pub fn finish(
+    running: Running,
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    opts: &SolveOptions,
+    wait_until: Instant,
     greedy: Assignment,
     greedy_objective: f64,
 ) -> SolveOutcome {
@@ -34,53 +86,33 @@ pub fn solve(
         greedy_objective,
         note,
     };
-    let settings = BackendSettings {
-        time_limit: budget.as_secs_f64() * 0.6,
-        mip_gap: opts.mip_gap / 2.0,
-        seed: inst.policy.seed,
-        write_model: opts.write_model.clone(),
-    };
-    let (tx, rx) = mpsc::channel();
-    {
-        let (inst, topo) = (Arc::clone(inst), Arc::clone(topo));
-        std::thread::Builder::new()
-            .name("gangplan-aggregate".into())
-            .spawn(move || {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let mut agg = aggregate::build(&inst, &topo, true);
-                    let constant = agg.model.constant;
-                    let model = std::mem::replace(
-                        &mut agg.model,
-                        crate::model::MipModel {
-                            problem: Default::default(),
-                            vars: Default::default(),
-                            objective: 0.0.into(),
-                            constant: 0.0,
-                            constraints: Vec::new(),
-                        },
-                    );
-                    let columns = model.columns();
-                    let answer = backend
-                        .solve(model, &[], &settings)
-                        .and_then(|r| super::check_columns(r, columns));
-                    answer.map(|r| {
-                        (
-                            (agg.chosen(&inst, &r.columns), agg.victims(&r.columns)),
-                            r.status,
-                            r.dual_bound.map(|b| b + constant),
-                        )
-                    })
-                }));
-                let _ = tx.send(result);
-            })
-            .expect("spawning a thread");
-    }
-    let ((chosen, victims), status, bound) = match rx.recv_timeout(budget) {
-        Ok(Ok(Ok(a))) => a,
-        Ok(Ok(Err(e))) => return fallback(Some(format!("aggregated solver failed ({e}); greedy plan used")), None, false),
-        Ok(Err(_)) => return fallback(Some("aggregated solver panicked; greedy plan used".into()), None, false),
-        Err(_) => return fallback(Some(format!("the aggregated solver did not return within the time limit ({:.2} s); greedy plan used", budget.as_secs_f64())), None, true),
-    };
+    let wait = wait_until.saturating_duration_since(Instant::now());
+    let ((chosen, victims), status, bound) =
+        match running.answer.recv_timeout(wait) {
+            Ok(Ok(Ok(a))) => a,
+            Ok(Ok(Err(e))) => {
+                return fallback(
+                    Some(format!("aggregated solver failed ({e}); greedy plan used")),
+                    None,
+                    false,
+                )
+            }
+            Ok(Err(_)) => {
+                return fallback(
+                    Some("aggregated solver panicked; greedy plan used".into()),
+                    None,
+                    false,
+                )
+            }
+            Err(_) => return fallback(
+                Some(
+                    "the aggregated solver did not return within the time limit; greedy plan used"
+                        .to_string(),
+                ),
+                None,
+                true,
+            ),
+        };
     let hit = status == BackendStatus::LimitWithIncumbent;
     // Second stage: the chosen jobs first, then the rest, in greedy order, with the model's
     // victims or the greedy's own preemption (the passes run in parallel).

@@ -187,8 +187,26 @@ pub fn solve_with(
     backend: Arc<dyn MipBackend>,
 ) -> SolveOutcome {
     let total = opts.deadline.saturating_duration_since(Instant::now());
-    let greedy =
-        crate::heuristics::greedy::portfolio(inst, topo, Some(opts.deadline - reserve(total)));
+    let wait_until = opts.deadline - reserve(total);
+    let aggregated = opts.planner == PlannerKind::Ilp
+        && match opts.formulation {
+            Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
+            Formulation::PerNode => false,
+            Formulation::Aggregated => true,
+        };
+    // The aggregated model needs no MIP start: it runs while the greedy plans.
+    let early = if aggregated && total > Duration::from_millis(20) + reserve(total) {
+        Some(aggregated::start(
+            inst,
+            topo,
+            opts,
+            Arc::clone(&backend),
+            total - reserve(total),
+        ))
+    } else {
+        None
+    };
+    let greedy = crate::heuristics::greedy::portfolio(inst, topo, Some(wait_until));
     let greedy_objective = evaluate(inst, topo, &greedy).total();
     let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
         assignment: greedy.clone(),
@@ -207,6 +225,36 @@ pub fn solve_with(
     if opts.planner == PlannerKind::Greedy {
         return fallback(None, None, false);
     }
+    match early {
+        Some(Ok(running)) => {
+            return aggregated::finish(
+                running,
+                inst,
+                topo,
+                opts,
+                wait_until,
+                greedy,
+                greedy_objective,
+            )
+        }
+        Some(Err(e)) => {
+            return fallback(
+                Some(format!(
+                    "could not start the solver thread ({e}); greedy plan used"
+                )),
+                None,
+                false,
+            )
+        }
+        None if aggregated => {
+            return fallback(
+                Some("time limit reached before the MIP could start; greedy plan used".into()),
+                None,
+                true,
+            )
+        }
+        None => {}
+    }
     let now = Instant::now();
     let total = opts.deadline.saturating_duration_since(now);
     let budget = total.saturating_sub(reserve(total));
@@ -216,14 +264,6 @@ pub fn solve_with(
             None,
             true,
         );
-    }
-    let aggregated = match opts.formulation {
-        Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
-        Formulation::PerNode => false,
-        Formulation::Aggregated => true,
-    };
-    if aggregated {
-        return aggregated::solve(inst, topo, opts, backend, budget, greedy, greedy_objective);
     }
     let (tx, rx) = mpsc::channel();
     let settings = BackendSettings {

@@ -236,6 +236,31 @@ impl Topology {
         }
     }
 
+    /// The span of a set of nodes, NVLink islands aside (for comparing candidate node sets
+    /// before GPUs are picked); `nodes` sorted or not.
+    pub fn span_of_nodes(&self, inst: &Instance, nodes: impl Iterator<Item = NodeIx>) -> Span {
+        let (mut units, mut racks, mut pods) = (Vec::new(), Vec::new(), Vec::new());
+        let mut count = 0;
+        for n in nodes {
+            count += 1;
+            units.push(self.unit_of[n]);
+            racks.push(inst.nodes[n].rack);
+            pods.push(inst.nodes[n].pod);
+        }
+        let distinct = |v: &mut Vec<usize>| {
+            v.sort_unstable();
+            v.dedup();
+            v.len() as u32
+        };
+        Span {
+            nodes: count,
+            units: distinct(&mut units),
+            racks: distinct(&mut racks),
+            pods: distinct(&mut pods),
+            island_splits: 0,
+        }
+    }
+
     /// Fewest node units a gang of `gpus` could use on the nodes it accepts, at `per_node` GPUs
     /// per node at most: the baseline from which extra units are charged.
     pub fn min_units(&self, inst: &Instance, job: &crate::instance::PendingJob) -> u32 {

@@ -7,8 +7,8 @@
 //! of every plan of the round.
 //!
 //! ```text
-//! y_j in [0,1]        job j starts (continuous; the class count makes the choice integer)
-//! n_c in Z+           jobs of class c that start:          sum_{j in c} y_j = n_c
+//! n_c in Z+           jobs of class c that start
+//! z_c                 value of the class's best n_c jobs:  z_c <= F_c(k) + v_c,k+1 (n_c - k)
 //! x_ct in Z+          jobs of class c on GPU type t:       sum_t x_ct = n_c
 //! p_k in {0,1}        preemptible running job k is preempted (only if some pending job outranks it)
 //!
@@ -21,10 +21,11 @@
 //!   (s_c = 1 for one-node jobs, g_c / gpus_per_node for fixed-shape gangs; a job of size >= L
 //!   takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
 //!   multiples of L, so both rows hold for every real placement)
-//! quotas:    sum_{j of t} eq_j y_j - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
+//! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
 //! fairness:  sigma_t >= F_t - H_t,  sigma_t >= 0
-//! objective: sum_j (value_j - spread_floor_j) y_j - sum_k cost_k p_k - fairness sum_t sigma_t
-//!            - packing_floor
+//! objective: sum_c z_c - sum_k cost_k p_k - fairness sum_t sigma_t - packing_floor
+//!            (v_c,k: the class's job values net of their spread floors, best first;
+//!            F_c(k) their prefix sums; see `top_k_value`)
 //! ```
 //! x_ct is integer where a job of the class lands on one type (one-node jobs, one accepted
 //! type); a multi-node gang accepting several types may mix them, so its x_ct is continuous.
@@ -49,9 +50,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub struct AggregateModel {
     /// The model (its `vars` are empty: read answers through this struct).
     pub model: MipModel,
-    /// y_j per pending job that can start.
-    pub start: Vec<(usize, Variable)>,
-    /// Class of each job with a variable, and the class count variable.
+    /// Each class's jobs, best first, and its count variable n_c.
     pub classes: Vec<(Vec<usize>, Variable)>,
     /// p_k per preemptible running job.
     pub preempt: Vec<(usize, Variable)>,
@@ -69,28 +68,12 @@ impl AggregateModel {
             .collect()
     }
 
-    /// Pending jobs chosen by a solution: the top `round(n_c)` jobs of each class by y, then
-    /// value, then index.
-    pub fn chosen(&self, inst: &Instance, col: &[f64]) -> BTreeSet<usize> {
-        let y: BTreeMap<usize, f64> = self
-            .start
-            .iter()
-            .map(|&(j, v)| (j, col[self.columns[&v]]))
-            .collect();
+    /// Pending jobs chosen by a solution: the best `round(n_c)` jobs of each class.
+    pub fn chosen(&self, col: &[f64]) -> BTreeSet<usize> {
         let mut out = BTreeSet::new();
-        for (members, n) in &self.classes {
+        for (ranked, n) in &self.classes {
             let count = col[self.columns[n]].round().max(0.0) as usize;
-            let mut m = members.clone();
-            m.sort_by(|&a, &b| {
-                y[&b]
-                    .total_cmp(&y[&a])
-                    .then(
-                        job_value(inst, &inst.pending[b])
-                            .total_cmp(&job_value(inst, &inst.pending[a])),
-                    )
-                    .then(a.cmp(&b))
-            });
-            out.extend(m.into_iter().take(count));
+            out.extend(ranked.iter().copied().take(count));
         }
         out
     }
@@ -106,7 +89,6 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let mut constant = 0.0;
     let int = |v: good_lp::VariableDefinition| if integer { v.integer() } else { v };
     let ntypes = topo.type_names.len();
-    let eq = |j: usize| inst.pending[j].gpu_equivalent();
 
     // Victims.
     let preempt: Vec<Option<Variable>> = inst
@@ -159,7 +141,6 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     // Classes.
     type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
     let mut class_of: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
-    let mut start = Vec::new();
     for (j, job) in inst.pending.iter().enumerate() {
         if job.gpus == 0 {
             continue; // CPU-only jobs use no GPU: counted below at full value, a safe relaxation
@@ -189,16 +170,17 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     for (key, members) in &class_of {
         let (mask, gpus, milli, gpn, one_node, _, prio) = key;
         let n_c = p.add(int(variable().min(0).max(members.len() as f64)));
-        let mut sum_y = Expression::from(0.0);
-        for &j in members {
-            let y = p.add(variable().min(0).max(1));
-            let job = &inst.pending[j];
-            objective += (job_value(inst, job) - spread_floor.of(job)) * y;
-            sum_y += y;
-            tenant_y[inst.pending[j].tenant].add_mul(eq(j), y);
-            start.push((j, y));
-        }
-        constraints.push((sum_y - n_c).eq(0.0));
+        let ranked = top_k_value(
+            inst,
+            &mut spread_floor,
+            members,
+            n_c,
+            &mut p,
+            &mut objective,
+            &mut constraints,
+        );
+        let eq = inst.pending[members[0]].gpu_equivalent();
+        tenant_y[inst.pending[members[0]].tenant].add_mul(eq, n_c);
         let mut sum_x = Expression::from(0.0);
         let one_type = mask.iter().filter(|&&m| m).count() == 1;
         for t in (0..ntypes).filter(|&t| mask[t]) {
@@ -232,16 +214,21 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             }
         }
         constraints.push((sum_x - n_c).eq(0.0));
-        classes.push((members.clone(), n_c));
+        classes.push((ranked, n_c));
     }
-    // CPU-only jobs: value taken whole (they need no GPU).
-    for (j, job) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
-        let y = p.add(variable().min(0).max(1));
-        objective += job_value(inst, job) * y;
-        start.push((j, y));
+    // CPU-only jobs: value taken whole (they need no GPU), one class each.
+    for (j, _) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
         let n_c = p.add(int(variable().min(0).max(1)));
-        constraints.push((Expression::from(y) - n_c).eq(0.0));
-        classes.push((vec![j], n_c));
+        let ranked = top_k_value(
+            inst,
+            &mut spread_floor,
+            &[j],
+            n_c,
+            &mut p,
+            &mut objective,
+            &mut constraints,
+        );
+        classes.push((ranked, n_c));
     }
 
     // GPU rows per type and priority threshold.
@@ -324,9 +311,44 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             constant,
             constraints,
         },
-        start,
         classes,
         preempt,
         columns,
     }
+}
+
+/// The value of the best n_c jobs of a class, as an epigraph: with v_1 >= v_2 >= ... the
+/// members' values net of their spread floors and F(k) = v_1 + ... + v_k (concave in k),
+///
+/// ```text
+/// z_c <= F(k) + v_{k+1} (n_c - k)      k = 0 .. K-1
+/// ```
+///
+/// so z_c = F(n_c) at every integer n_c: two non-zeros a row, no per-job variable. Returns the
+/// members best first (index on ties), the order in which a solution's n_c picks them.
+fn top_k_value(
+    inst: &Instance,
+    spread_floor: &mut spread::SpreadFloor,
+    members: &[usize],
+    n_c: Variable,
+    p: &mut ProblemVariables,
+    objective: &mut Expression,
+    constraints: &mut Vec<good_lp::Constraint>,
+) -> Vec<usize> {
+    let mut ranked: Vec<(f64, usize)> = members
+        .iter()
+        .map(|&j| {
+            let job = &inst.pending[j];
+            (job_value(inst, job) - spread_floor.of(job), j)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let z = p.add(variable());
+    *objective += z;
+    let mut prefix = 0.0;
+    for (k, &(v, _)) in ranked.iter().enumerate() {
+        constraints.push((z - v * n_c).leq(prefix - v * k as f64));
+        prefix += v;
+    }
+    ranked.into_iter().map(|(_, j)| j).collect()
 }
