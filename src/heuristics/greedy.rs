@@ -9,6 +9,10 @@
 //! the fullest GPU they fit on. When a job does not fit and preemption is on, the cheapest
 //! strictly-lower-priority preemptible jobs are added as victims until it fits, unneeded
 //! victims are dropped, and the result is kept only if it raises the objective.
+//!
+//! When the instance carries a task distribution, one-node jobs (whole-GPU gangs, sharers,
+//! CPU-only jobs) go instead where fragmentation against it grows least, best fit breaking ties
+//! ([`super::frag_aware`]), and jobs of equal value per GPU go in pending order.
 
 use super::frag_aware as frag;
 use super::Planner;
