@@ -87,3 +87,24 @@ fn aggregated_bound_covers_the_exact_optimum() {
         "the aggregated model proved the exact optimum on only {same_optimum} of {compared} rounds"
     );
 }
+
+/// A gang whose every placement costs more spread than it is worth: the aggregated model's
+/// spread floor keeps it out of the bound, so the bound proves the plan that leaves it
+/// waiting optimal.
+#[test]
+fn spread_floor_proves_a_wide_gang_not_worth_starting() {
+    let lib = ModelLibrary::builtin();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("instances/golden/spread-not-worth.yaml");
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let bound = agg.bound.expect("the aggregated model reports a bound");
+    assert!(
+        bound <= agg.objective + 1e-6,
+        "bound {bound} above the plan's {}: the wide gang's spread floor is missing",
+        agg.objective
+    );
+    let wide = inst.pending.iter().position(|j| j.id == "wide").unwrap();
+    assert!(!agg.assignment.placed.contains_key(&wide));
+}

@@ -490,12 +490,13 @@ fn minimal_set(
     job: &PendingJob,
     doms: &Domains,
     cap: &[u32],
-    candidates: &[(usize, Vec<(usize, u32)>)],
+    candidates: &[(usize, &[(usize, u32)])],
 ) -> Option<Vec<usize>> {
-    let with = |set: &[usize]| {
-        let mut c = cap.to_vec();
+    let mut c = cap.to_vec();
+    let mut with = |set: &[usize]| {
+        c.copy_from_slice(cap);
         for &i in set {
-            for &(n, k) in &candidates[i].1 {
+            for &(n, k) in candidates[i].1 {
                 c[n] += k;
             }
         }
@@ -646,10 +647,10 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         let r = &inst.running[k];
         inst.policy.preemption && r.preemptible && r.priority < job.priority
     };
-    let allowed: Vec<(usize, Vec<(usize, u32)>)> = running
+    let allowed: Vec<(usize, &[(usize, u32)])> = running
         .iter()
         .filter(|(k, _)| may(**k))
-        .map(|(k, v)| (*k, v.clone()))
+        .map(|(k, v)| (*k, v.as_slice()))
         .collect();
     let mut cap = free.clone();
     if let Some(set) = minimal_set(inst, job, &doms, &cap, &allowed) {
@@ -669,14 +670,14 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         );
     }
     for (_, on) in &allowed {
-        for &(n, k) in on {
+        for &(n, k) in *on {
             cap[n] += k;
         }
     }
-    let others: Vec<(usize, Vec<(usize, u32)>)> = running
+    let others: Vec<(usize, &[(usize, u32)])> = running
         .iter()
         .filter(|(k, _)| !may(**k))
-        .map(|(k, v)| (*k, v.clone()))
+        .map(|(k, v)| (*k, v.as_slice()))
         .collect();
     if let Some(set) = minimal_set(inst, job, &doms, &cap, &others) {
         let names: Vec<String> = set
@@ -705,14 +706,14 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
         );
     }
     for (_, on) in &others {
-        for &(n, k) in on {
+        for &(n, k) in *on {
             cap[n] += k;
         }
     }
-    let placed: Vec<(usize, Vec<(usize, u32)>)> = after
+    let placed: Vec<(usize, &[(usize, u32)])> = after
         .placed_holdings
         .iter()
-        .map(|(k, v)| (*k, v.clone()))
+        .map(|(k, v)| (*k, v.as_slice()))
         .collect();
     if let Some(set) = minimal_set(inst, job, &doms, &cap, &placed) {
         let names: Vec<String> = set

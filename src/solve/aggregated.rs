@@ -66,13 +66,15 @@ pub fn start(
 }
 
 /// Wait for the aggregated model until `wait_until`, then place the jobs it chose first with
-/// the greedy machinery; the better of that plan and the greedy plan is returned.
+/// the greedy machinery (when the time the greedy took, halved, still fits); the better of
+/// that plan and the greedy plan is returned.
 pub fn finish(
     running: Running,
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     wait_until: Instant,
+    greedy_took: Duration,
     greedy: Assignment,
     greedy_objective: f64,
 ) -> SolveOutcome {
@@ -114,6 +116,13 @@ pub fn finish(
             ),
         };
     let hit = status == BackendStatus::LimitWithIncumbent;
+    if Instant::now() + greedy_took / 2 > wait_until {
+        return fallback(
+            Some("no time left to place the aggregated model's choice; greedy plan used".into()),
+            bound,
+            hit,
+        );
+    }
     // Second stage: the chosen jobs first, then the rest, in greedy order, with the model's
     // victims or the greedy's own preemption (the passes run in parallel).
     let order = greedy_order(inst, Order::ValuePerGpu);

@@ -10,7 +10,11 @@
 //! n_c in Z+           jobs of class c that start
 //! z_c                 value of the class's best n_c jobs:  z_c <= F_c(k) + v_c,k+1 (n_c - k)
 //! x_ct in Z+          jobs of class c on GPU type t:       sum_t x_ct = n_c
-//! p_k in {0,1}        preemptible running job k is preempted (only if some pending job outranks it)
+//! p_k in {0,1}        preemptible running job k is preempted (only if some pending job outranks
+//!                     it); in [0,1] past INTEGER_VICTIMS_LIMIT candidates, a relaxation: integer
+//!                     victims made tight 10k-GPU rounds 4x slower and moved the bound by under
+//!                     0.01%; the second stage takes p_k > 0.5 as the victims to try and settles
+//!                     preemption itself
 //!
 //! GPUs of type t, for every priority pi of a victim on t and pi = infinity:
 //!   sum_{c: prio_c <= pi} eq_c x_ct <= free_t + shared_t + sum_{k on t: prio_k < pi} g_kt p_k
@@ -46,6 +50,9 @@ use crate::topology::Topology;
 use good_lp::{variable, Expression, ProblemVariables, Variable};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Rounds with more candidate victims than this get continuous preemption variables.
+pub const INTEGER_VICTIMS_LIMIT: usize = 200;
+
 /// The aggregated model and how to read its answer.
 pub struct AggregateModel {
     /// The model (its `vars` are empty: read answers through this struct).
@@ -79,7 +86,8 @@ impl AggregateModel {
     }
 }
 
-/// Build the aggregated model. `integer`: class counts, type counts and preemptions integer
+/// Build the aggregated model. `integer`: class counts, type counts, opened nodes and (while
+/// few) victims integer
 /// (the MIP); otherwise its LP relaxation.
 pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel {
     let before = ClusterState::new(inst);
@@ -90,22 +98,28 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let int = |v: good_lp::VariableDefinition| if integer { v.integer() } else { v };
     let ntypes = topo.type_names.len();
 
-    // Victims.
+    // Victims: binary while few, continuous (a relaxation) past INTEGER_VICTIMS_LIMIT.
+    let top_priority = inst.pending.iter().map(|j| j.priority).max();
+    let can_be_victim = |r: &crate::instance::RunningJob| {
+        inst.policy.preemption && r.preemptible && top_priority.is_some_and(|t| t > r.priority)
+    };
+    let integer_victims = integer
+        && inst.running.iter().filter(|r| can_be_victim(r)).count() <= INTEGER_VICTIMS_LIMIT;
     let preempt: Vec<Option<Variable>> = inst
         .running
         .iter()
         .map(|r| {
-            (inst.policy.preemption
-                && r.preemptible
-                && inst.pending.iter().any(|j| j.priority > r.priority))
-            .then(|| p.add(int(variable().min(0).max(1))))
+            can_be_victim(r).then(|| {
+                let def = variable().min(0).max(1);
+                p.add(if integer_victims { def.integer() } else { def })
+            })
         })
         .collect();
     // Per type: free GPUs, sharable milli as GPUs, victims' GPUs, and per-node potential.
     let mut free_t = vec![0.0f64; ntypes];
     let mut victims_t: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
     let mut pot_nodes: Vec<Vec<u32>> = vec![Vec::new(); ntypes];
-    let mut potential = vec![0u32; inst.nodes.len()];
+    let mut offers: Vec<Vec<(i64, u32)>> = vec![Vec::new(); inst.nodes.len()];
     for (n, gpus) in before.gpus.iter().enumerate() {
         let t = topo.node_type[n];
         let mut pot = 0;
@@ -126,6 +140,10 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
                 _ => {}
             }
         }
+        offers[n].push((i64::MIN, pot - by_victim.values().sum::<u32>()));
+        for (&k, &g) in &by_victim {
+            offers[n].push((inst.running[k].priority, g));
+        }
         for (k, g) in by_victim {
             victims_t[t].push((
                 inst.running[k].priority,
@@ -134,9 +152,8 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             ));
         }
         pot_nodes[t].push(pot);
-        potential[n] = pot;
     }
-    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &potential);
+    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &offers);
 
     // Classes.
     type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
