@@ -161,6 +161,46 @@ const CASES: &[(&str, &[&str])] = &[
         &["policy.mip_gap", "is 2", "expected a fraction in 0..=1"],
     ),
     (
+        "task_dist_zero_share.yaml",
+        &[
+            "policy.task_distribution[1].share",
+            "is 0",
+            "expected a number in (0, 1e12]",
+        ],
+    ),
+    (
+        "task_dist_milli_multi_gpu.yaml",
+        &[
+            "policy.task_distribution[0].gpu_milli",
+            "gpus is 2",
+            "asks for 1 GPU",
+        ],
+    ),
+    (
+        "task_dist_empty.yaml",
+        &[
+            "policy.task_distribution",
+            "is an empty list",
+            "omit it to place by best fit",
+        ],
+    ),
+    (
+        "task_dist_typo.yaml",
+        &[
+            "policy.task_distribution[0].shar",
+            "`shar`",
+            "did you mean `share`?",
+        ],
+    ),
+    (
+        "task_dist_zero_gpus.yaml",
+        &[
+            "policy.task_distribution[0].gpus",
+            "is 0",
+            "expected at least 1 GPU",
+        ],
+    ),
+    (
         "max_nodes_zero.yaml",
         &["pending[0].max_nodes", "is 0", "expected at least 1"],
     ),

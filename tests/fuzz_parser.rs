@@ -520,6 +520,7 @@ fn policy() -> impl Strategy<Value = RawPolicy> {
                 weights: weights.into_iter().collect::<BTreeMap<_, _>>(),
                 preemption,
                 seed,
+                task_distribution: None,
             },
         )
 }

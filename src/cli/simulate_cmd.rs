@@ -98,6 +98,23 @@ pub struct TraceArgs {
     /// replay: stop after this many planning rounds.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_rounds: u64,
+    /// greedy, ilp: do not give them the trace's task distribution (one-node jobs then go by
+    /// best fit instead of least growth of fragmentation, larger gangs of a round first).
+    #[arg(long)]
+    pub no_task_dist: bool,
+    /// greedy, ilp: weight the task types of that distribution by their count (tasks, FGD's
+    /// popularity, the default) or by their GPU demand (gpus).
+    #[arg(long, value_enum, default_value_t = DistWeightArg::Tasks)]
+    pub task_dist_weight: DistWeightArg,
+}
+
+/// Weighting of the task distribution given to the greedy and the ILP.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum DistWeightArg {
+    /// By count (FGD's popularity).
+    Tasks,
+    /// By GPU demand: count x GPUs x share of each GPU.
+    Gpus,
 }
 
 /// Replay a trace under one planner.
@@ -205,6 +222,11 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         seed: a.seed,
         round_time_limit: a.round_time_limit,
         max_rounds: a.max_rounds,
+        planner_task_dist: !a.no_task_dist,
+        planner_dist_weight: match a.task_dist_weight {
+            DistWeightArg::Gpus => gangplan::sim::engine::DistWeight::Gpus,
+            DistWeightArg::Tasks => gangplan::sim::engine::DistWeight::Tasks,
+        },
         ..SimConfig::default()
     })
 }

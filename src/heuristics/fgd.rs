@@ -14,130 +14,13 @@
 use super::best_fit::{gpu_free_milli, place_with, NodeOption};
 use super::Planner;
 use crate::assignment::Assignment;
-use crate::instance::{Instance, NodeIx, PendingJob};
+pub use crate::instance::task_dist::{frag, frag_for, NodeFree, TaskDist, TaskType, COVERAGE};
+use crate::instance::{Instance, NodeIx};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// A task type: what one task asks of one node.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TaskType {
-    /// CPU, thousandths.
-    pub cpu_milli: u64,
-    /// Memory, MiB.
-    pub memory_mib: u64,
-    /// GPUs (1 for a sharer).
-    pub gpus: u32,
-    /// Demand per GPU, thousandths (1000 for whole GPUs).
-    pub milli_per_gpu: u32,
-    /// Acceptable GPU types (`None`: any).
-    pub gpu_types: Option<Vec<String>>,
-}
-
-impl TaskType {
-    /// The type of a pending job.
-    pub fn of(job: &PendingJob) -> Self {
-        TaskType {
-            cpu_milli: job.cpu_milli,
-            memory_mib: job.memory_mib,
-            gpus: job.gpus,
-            milli_per_gpu: job.gpu_milli.unwrap_or(1000),
-            gpu_types: job.gpu_types.clone(),
-        }
-    }
-}
-
-/// The task distribution: popular task types and their frequencies (summing to 1).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TaskDist {
-    /// Types and frequencies, most frequent first.
-    pub types: Vec<(TaskType, f64)>,
-}
-
-/// Share of tasks the kept types must cover. The FGD artifact can keep only the most popular
-/// types; keeping all of them (1.0) matched its published numbers best on openb `default`
-/// (seed 42: 94.58% allocated with 1.0, 94.19% with 0.95).
-pub const COVERAGE: f64 = 1.0;
-
-impl TaskDist {
-    /// The distribution of GPU tasks in `types` (CPU-only tasks are left out): the most
-    /// frequent types up to [`COVERAGE`] of the tasks, renormalised.
-    pub fn from_types(types: impl IntoIterator<Item = TaskType>) -> Self {
-        let mut count: BTreeMap<TaskType, u64> = BTreeMap::new();
-        let mut total = 0u64;
-        for t in types.into_iter().filter(|t| t.gpus > 0) {
-            *count.entry(t).or_default() += 1;
-            total += 1;
-        }
-        let mut v: Vec<(TaskType, u64)> = count.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut kept = Vec::new();
-        let mut covered = 0u64;
-        for (t, c) in v {
-            if covered as f64 >= COVERAGE * total as f64 {
-                break;
-            }
-            covered += c;
-            kept.push((t, c));
-        }
-        let sum: u64 = kept.iter().map(|k| k.1).sum();
-        TaskDist {
-            types: kept
-                .into_iter()
-                .map(|(t, c)| (t, c as f64 / sum.max(1) as f64))
-                .collect(),
-        }
-    }
-}
-
-/// What fragmentation depends on: a node's GPU type and its free resources.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NodeFree {
-    /// GPU type.
-    pub gpu_type: String,
-    /// Free milli per usable GPU, sorted descending.
-    pub free: Vec<u32>,
-    /// CPU left (`None`: unlimited).
-    pub cpu: Option<i64>,
-    /// Memory left.
-    pub mem: Option<i64>,
-}
-
-/// F_n(m): the free GPU milli on the node that task type m cannot use.
-pub fn frag_for(node: &NodeFree, t: &TaskType) -> f64 {
-    let total: u32 = node.free.iter().sum();
-    if total == 0 {
-        return 0.0;
-    }
-    let all = total as f64;
-    if t.gpu_types
-        .as_ref()
-        .is_some_and(|ts| !ts.iter().any(|x| *x == node.gpu_type))
-    {
-        return all;
-    }
-    if node.cpu.is_some_and(|c| c < t.cpu_milli as i64)
-        || node.mem.is_some_and(|m| m < t.memory_mib as i64)
-    {
-        return all;
-    }
-    let fits = node.free.iter().filter(|&&f| f >= t.milli_per_gpu).count() as u32;
-    if fits < t.gpus.max(1) {
-        return all;
-    }
-    node.free
-        .iter()
-        .filter(|&&f| f < t.milli_per_gpu)
-        .map(|&f| f as f64)
-        .sum()
-}
-
-/// F_n(M) = sum_m p_m F_n(m).
-pub fn frag(node: &NodeFree, dist: &TaskDist) -> f64 {
-    dist.types.iter().map(|(t, p)| p * frag_for(node, t)).sum()
-}
 
 /// The free view of node n in a round state (as seen by work of priority `prio`).
 pub fn node_free(state: &RoundState, n: NodeIx, prio: i64) -> NodeFree {

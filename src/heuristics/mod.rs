@@ -20,5 +20,6 @@ pub mod best_fit;
 pub mod drf;
 pub mod fgd;
 pub mod fifo;
+pub mod frag_aware;
 pub mod las;
 pub mod random;

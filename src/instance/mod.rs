@@ -7,13 +7,16 @@
 pub mod load;
 pub mod policy;
 pub mod raw;
+pub mod task_dist;
 pub mod validate;
 
 pub use load::{load_instance_file, parse_instance};
 pub use policy::{Policy, Weights};
+pub use task_dist::TaskDist;
 
 use crate::hardware::Slowdown;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Index of a node in [`Instance::nodes`].
 pub type NodeIx = usize;
@@ -209,6 +212,10 @@ pub struct Instance {
     pub policy: Policy,
     /// Node index by name.
     pub node_by_name: BTreeMap<String, NodeIx>,
+    /// Task distribution the greedy places one-node jobs against (least growth of
+    /// fragmentation first); `None` (the default) places them by best fit. From
+    /// `policy.task_distribution`, or set by the simulator to the trace's distribution.
+    pub task_dist: Option<Arc<TaskDist>>,
 }
 
 impl Instance {

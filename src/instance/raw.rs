@@ -201,6 +201,33 @@ pub struct RawPolicy {
     /// Extension: solver random seed (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Extension: the task distribution the greedy measures fragmentation against when it
+    /// chooses a node for a one-node job (absent: best fit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_distribution: Option<Vec<RawTaskType>>,
+}
+
+/// One task type of `policy.task_distribution`: what one task asks of one node, and its share
+/// of the workload (shares are normalised to sum to 1).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawTaskType {
+    /// GPUs per task (1 for a sharer).
+    pub gpus: u64,
+    /// Share of one GPU (1..999) for a sharing task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_milli: Option<u64>,
+    /// CPU per task, thousandths (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_milli: Option<u64>,
+    /// Memory per task, MiB (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+    /// Acceptable GPU types (default: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<GpuTypes>,
+    /// Relative frequency (> 0).
+    pub share: f64,
 }
 
 /// A mapping whose keys must be unique: YAML and JSON parsers keep the last of two equal keys,

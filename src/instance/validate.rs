@@ -4,11 +4,13 @@
 
 use super::load::shorten;
 use super::policy::{Policy, Weights};
-use super::raw::RawInstance;
+use super::raw::{RawInstance, RawTaskType};
+use super::task_dist::{TaskDist, TaskType};
 use super::{Instance, Locality, Node, PendingJob, RunningJob, Tenant};
 use crate::error::InputIssue;
 use crate::hardware::ModelLibrary;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Documented bounds on instance size and values.
 pub mod limits {
@@ -28,6 +30,8 @@ pub mod limits {
     pub const MAX_RESOURCE: u64 = 1_000_000_000_000;
     /// Length of a name or id.
     pub const MAX_NAME_LEN: usize = 256;
+    /// Task types in `policy.task_distribution`.
+    pub const MAX_TASK_TYPES: usize = 10_000;
 }
 
 /// Most issues listed for one instance; the rest are counted in a final issue.
@@ -662,6 +666,11 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         policy.preemption = rp.preemption.unwrap_or(true);
         policy.seed = rp.seed.unwrap_or(0);
     }
+    let task_dist = raw
+        .policy
+        .as_ref()
+        .and_then(|rp| rp.task_distribution.as_deref())
+        .and_then(|types| task_distribution(&mut is, types));
 
     if !is.0.is_empty() {
         return Err(is.finish());
@@ -676,7 +685,98 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         pending,
         policy,
         node_by_name,
+        task_dist,
     })
+}
+
+/// `policy.task_distribution`: each entry checked, shares normalised; `None` on any issue.
+fn task_distribution(is: &mut Issues, types: &[RawTaskType]) -> Option<Arc<TaskDist>> {
+    let base = "policy.task_distribution";
+    if types.is_empty() {
+        is.push(
+            base,
+            "is an empty list; list at least one task type, or omit it to place by best fit",
+        );
+        return None;
+    }
+    if types.len() > limits::MAX_TASK_TYPES {
+        is.push(
+            base,
+            format!(
+                "has {} task types; the limit is {}: keep the most frequent ones",
+                types.len(),
+                limits::MAX_TASK_TYPES
+            ),
+        );
+        return None;
+    }
+    let before = is.0.len() + is.1;
+    let mut out = Vec::with_capacity(types.len());
+    for (i, t) in types.iter().enumerate() {
+        let p = format!("{base}[{i}]");
+        if t.gpus == 0 {
+            is.push(
+                format!("{p}.gpus"),
+                "is 0; expected at least 1 GPU (CPU-only tasks do not fragment GPUs: leave them out)",
+            );
+        } else if t.gpus > limits::MAX_GPUS_PER_NODE {
+            is.push(
+                format!("{p}.gpus"),
+                format!(
+                    "is {}; expected at most {} GPUs (a task type is what one task asks of one node)",
+                    t.gpus,
+                    limits::MAX_GPUS_PER_NODE
+                ),
+            );
+        }
+        let milli = check_milli(is, &format!("{p}.gpu_milli"), t.gpu_milli);
+        if milli.is_some() && t.gpus != 1 {
+            is.push(
+                format!("{p}.gpu_milli"),
+                format!(
+                    "is set but gpus is {}; a sharing task type asks for 1 GPU",
+                    t.gpus
+                ),
+            );
+        }
+        let gpu_types = t.gpu_type.as_ref().map(|g| g.to_vec());
+        if let Some(ts) = &gpu_types {
+            if ts.is_empty() {
+                is.push(
+                    format!("{p}.gpu_type"),
+                    "is an empty list; omit it to accept any type, or list acceptable types",
+                );
+            }
+            for (k, name) in ts.iter().enumerate() {
+                is.name(&format!("{p}.gpu_type[{k}]"), name);
+            }
+        }
+        if !(t.share.is_finite() && t.share > 0.0 && t.share <= 1e12) {
+            is.push(
+                format!("{p}.share"),
+                format!(
+                    "is {}; expected a number in (0, 1e12] (shares are normalised to sum to 1)",
+                    t.share
+                ),
+            );
+        }
+        let cpu_milli = is.resource(&format!("{p}.cpu_milli"), t.cpu_milli);
+        let memory_mib = is.resource(&format!("{p}.memory_mib"), t.memory_mib);
+        out.push((
+            TaskType {
+                cpu_milli: cpu_milli.unwrap_or(0),
+                memory_mib: memory_mib.unwrap_or(0),
+                gpus: t.gpus.min(limits::MAX_GPUS_PER_NODE) as u32,
+                milli_per_gpu: milli.unwrap_or(1000),
+                gpu_types,
+            },
+            t.share,
+        ));
+    }
+    if is.0.len() + is.1 != before {
+        return None;
+    }
+    Some(Arc::new(TaskDist::from_shares(out)))
 }
 
 fn check_priority(is: &mut Issues, path: &str, p: i64) {

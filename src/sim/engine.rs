@@ -22,8 +22,9 @@ use crate::assignment::GpuSet;
 use crate::error::{Error, Result};
 use crate::hardware::{ModelLibrary, Slowdown};
 use crate::heuristics::best_fit::gpu_free_milli;
-use crate::heuristics::fgd::{frag, node_free, TaskDist, TaskType};
+use crate::heuristics::fgd::node_free;
 use crate::instance::raw::{GpuTypes, RawInstance, RawPending, RawPolicy, RawRunning, RawTenant};
+use crate::instance::task_dist::{frag, TaskDist, TaskType};
 use crate::instance::validate::validate;
 use crate::instance::Instance;
 use crate::round_state::RoundState;
@@ -68,6 +69,35 @@ pub struct SimConfig {
     pub max_rounds: u64,
     /// LAS queue thresholds in attained GPU-seconds (Tiresias' discretised 2D-LAS).
     pub las_thresholds: Vec<f64>,
+    /// Give the greedy and the ILP the trace's task distribution, so that they place
+    /// one-node jobs where fragmentation grows least (default true; false: best fit).
+    pub planner_task_dist: bool,
+    /// How the task types of that distribution are weighted (default: by count, as FGD).
+    pub planner_dist_weight: DistWeight,
+}
+
+/// How the task types of the distribution given to the greedy and the ILP are weighted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DistWeight {
+    /// By how many tasks are of the type (FGD's popularity; what `fgd` and the
+    /// fragmentation metric use).
+    #[default]
+    Tasks,
+    /// By the GPU capacity the type's tasks ask for: count x GPUs x milli per GPU.
+    Gpus,
+}
+
+/// `dist` with its shares reweighted as `w` says (renormalised).
+pub fn weighted_dist(dist: &TaskDist, w: DistWeight) -> TaskDist {
+    match w {
+        DistWeight::Tasks => dist.clone(),
+        DistWeight::Gpus => TaskDist::from_shares(
+            dist.types
+                .iter()
+                .map(|(t, p)| (t.clone(), p * t.gpus as f64 * t.milli_per_gpu as f64))
+                .collect(),
+        ),
+    }
 }
 
 impl Default for SimConfig {
@@ -80,6 +110,8 @@ impl Default for SimConfig {
             round_time_limit: 2.0,
             max_rounds: 1_000_000,
             las_thresholds: vec![3600.0, 36_000.0],
+            planner_task_dist: true,
+            planner_dist_weight: DistWeight::default(),
         }
     }
 }
@@ -142,7 +174,8 @@ struct Sim<'a> {
     planner: &'a RoundPlanner,
     tenants: Option<Vec<RawTenant>>,
     topo: Option<Arc<Topology>>,
-    dist: TaskDist,
+    dist: Arc<TaskDist>,
+    planner_dist: Arc<TaskDist>,
     solve_s: Vec<f64>,
     fallbacks: u64,
     reasons: BTreeMap<String, u64>,
@@ -236,10 +269,15 @@ impl<'a> Sim<'a> {
                 ..Default::default()
             }),
         };
-        validate(&raw, self.lib).map_err(|issues| Error::Input {
+        let mut inst = validate(&raw, self.lib).map_err(|issues| Error::Input {
             source_name: format!("{} (simulated round at t={now:.0} s)", self.trace.name),
             issues,
-        })
+        })?;
+        let takes_dist = matches!(self.planner.name(), PlannerName::Greedy | PlannerName::Ilp);
+        if self.cfg.planner_task_dist && takes_dist {
+            inst.task_dist = Some(Arc::clone(&self.planner_dist));
+        }
+        Ok(inst)
     }
 
     fn plan(
@@ -344,14 +382,17 @@ pub fn simulate(
         }
         t
     });
+    let dist = trace_dist(trace);
+    let planner_dist = Arc::new(weighted_dist(&dist, cfg.planner_dist_weight));
     let mut sim = Sim {
+        planner_dist,
         trace,
         cfg,
         lib,
         planner,
         tenants,
         topo: None,
-        dist: trace_dist(trace),
+        dist: Arc::new(dist),
         solve_s: Vec::new(),
         fallbacks: 0,
         reasons: BTreeMap::new(),
