@@ -16,6 +16,26 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use std::time::Instant;
 
+/// Rounds of the swap-out search after the second stage.
+const SWAP_ROUNDS: usize = 3;
+/// Most-spread gangs tried in each round of the swap-out search.
+const SWAP_CANDIDATES: usize = 4;
+
+/// Spread penalty of job j on `gpus`.
+fn spread_of(inst: &Instance, topo: &Topology, j: usize, gpus: &crate::assignment::GpuSet) -> f64 {
+    let job = &inst.pending[j];
+    if job.gpus <= 1 {
+        return 0.0;
+    }
+    crate::topology::spread_penalty(
+        &topo.span(inst, gpus),
+        topo.min_units(inst, job),
+        job.gpus,
+        &job.slowdown,
+        inst.policy.weights.spread,
+    )
+}
+
 /// The aggregated model's answer: the jobs it starts, its victims, its status and bound.
 type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
 
@@ -66,7 +86,8 @@ pub fn start(
 }
 
 /// Wait for the aggregated model until `wait_until`, then place the jobs it chose first with
-/// the greedy machinery (when the time the greedy took, halved, still fits); the better of
+/// the greedy machinery (when the time the greedy took, halved, still fits), and try leaving
+/// out the most-spread gangs while a greedy pass still fits before `swap_until`; the better of
 /// that plan and the greedy plan is returned.
 pub fn finish(
     running: Running,
@@ -74,6 +95,7 @@ pub fn finish(
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     wait_until: Instant,
+    swap_until: Instant,
     greedy_took: Duration,
     greedy: Assignment,
     greedy_objective: f64,
@@ -138,23 +160,67 @@ pub fn finish(
         (&chosen_first, Some(0.0), none),
         (&chosen_first, None, none),
     ];
+    let variants: Vec<_> = variants
+        .into_iter()
+        .filter(|(_, margin, _)| margin.is_none() || inst.policy.preemption)
+        .collect();
     let plans: Vec<(f64, Assignment)> = variants
         .par_iter()
-        .filter(|(_, margin, _)| margin.is_none() || inst.policy.preemption)
         .map(|&(sequence, margin, first)| {
             let a = greedy_sequence(inst, topo, sequence, margin, first);
             (evaluate(inst, topo, &a).total(), a)
         })
         .collect();
-    let mut best: Option<(f64, Assignment)> = None;
-    for (obj, a) in plans {
-        if best.as_ref().is_none_or(|(b, _)| obj > *b + 1e-9) {
-            best = Some((obj, a));
+    let mut best: Option<(f64, Assignment, usize)> = None;
+    for (i, (obj, a)) in plans.into_iter().enumerate() {
+        if best.as_ref().is_none_or(|(b, _, _)| obj > *b + 1e-9) {
+            best = Some((obj, a, i));
         }
     }
-    let Some((objective, assignment)) = best else {
+    let Some((mut objective, mut assignment, won)) = best else {
         return fallback(None, bound, hit);
     };
+    // Swap-out: a gang placed with spread may be worth less than what its GPUs hold for the
+    // jobs behind it. Plan again without each of the few most-spread gangs (in parallel) and
+    // keep the best improvement, for a few rounds while time allows.
+    let (sequence, margin, first) = variants[won];
+    let mut left_out: BTreeSet<usize> = BTreeSet::new();
+    for _ in 0..SWAP_ROUNDS {
+        if Instant::now() + greedy_took > swap_until.min(wait_until) {
+            break;
+        }
+        let mut spread: Vec<(f64, usize)> = assignment
+            .placed
+            .iter()
+            .map(|(&j, gpus)| (spread_of(inst, topo, j, gpus), j))
+            .filter(|&(p, _)| p > 0.0)
+            .collect();
+        spread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        spread.truncate(SWAP_CANDIDATES);
+        let trials: Vec<(f64, usize, Assignment)> = spread
+            .par_iter()
+            .map(|&(_, j)| {
+                let without: Vec<usize> = sequence
+                    .iter()
+                    .copied()
+                    .filter(|&x| x != j && !left_out.contains(&x))
+                    .collect();
+                let a = greedy_sequence(inst, topo, &without, margin, first);
+                (evaluate(inst, topo, &a).total(), j, a)
+            })
+            .collect();
+        let Some((obj, j, a)) = trials
+            .into_iter()
+            .reduce(|x, y| if y.0 > x.0 + 1e-9 { y } else { x })
+        else {
+            break;
+        };
+        if obj <= objective + 1e-9 {
+            break;
+        }
+        (objective, assignment) = (obj, a);
+        left_out.insert(j);
+    }
     if objective <= greedy_objective + 1e-9 {
         return fallback(
             Some(
