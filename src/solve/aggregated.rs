@@ -17,7 +17,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 /// Rounds of the swap-out search after the second stage.
-const SWAP_ROUNDS: usize = 3;
+const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
 const SWAP_CANDIDATES: usize = 4;
 
