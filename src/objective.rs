@@ -37,6 +37,25 @@ pub fn value_per_gpu(inst: &Instance, job: &PendingJob) -> f64 {
     job_value(inst, job) / eq.max(1e-9)
 }
 
+/// Spread penalty of a pending job placed on `gpus` (0 for jobs of one GPU or none).
+pub fn job_spread(
+    inst: &Instance,
+    topo: &Topology,
+    job: &PendingJob,
+    gpus: &crate::assignment::GpuSet,
+) -> f64 {
+    if job.gpus <= 1 {
+        return 0.0;
+    }
+    spread_penalty(
+        &topo.span(inst, gpus),
+        topo.min_units(inst, job),
+        job.gpus,
+        &job.slowdown,
+        inst.policy.weights.spread,
+    )
+}
+
 /// Cost of preempting a running job.
 pub fn victim_cost(inst: &Instance, job: &RunningJob) -> f64 {
     let w = &inst.policy.weights;
@@ -135,11 +154,7 @@ pub fn evaluate(inst: &Instance, topo: &Topology, a: &Assignment) -> ObjectiveTe
     for (&j, gpus) in &a.placed {
         let job = &inst.pending[j];
         t.value += job_value(inst, job);
-        if job.gpus > 1 {
-            let span = topo.span(inst, gpus);
-            let min = topo.min_units(inst, job);
-            t.spread += spread_penalty(&span, min, job.gpus, &job.slowdown, w.spread);
-        }
+        t.spread += job_spread(inst, topo, job, gpus);
     }
     for &k in &a.preempted {
         t.preemption += victim_cost(inst, &inst.running[k]);

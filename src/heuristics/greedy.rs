@@ -18,7 +18,7 @@ use super::frag_aware as frag;
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, PendingJob};
-use crate::objective::{evaluate, fair_shares, job_value, value_per_gpu, victim_cost};
+use crate::objective::{evaluate, fair_shares, job_spread, job_value, value_per_gpu, victim_cost};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::{spread_penalty, Level, Span, Topology};
@@ -340,19 +340,7 @@ pub fn place_job(
     if !state.quota_allows(job) {
         return NoRoom;
     }
-    let spread_of = |set: &GpuSet| {
-        if job.gpus > 1 {
-            spread_penalty(
-                &topo.span(inst, set),
-                topo.min_units(inst, job),
-                job.gpus,
-                &job.slowdown,
-                inst.policy.weights.spread,
-            )
-        } else {
-            0.0
-        }
-    };
+    let spread_of = |set: &GpuSet| job_spread(inst, topo, job, set);
     if let Some(set) = find_placement(state, topo, j) {
         if job_value(inst, job) - spread_of(&set) <= 0.0 {
             return NotWorth;

@@ -1,13 +1,14 @@
 //! Large rounds: the aggregated model chooses which jobs start (and bounds the objective) while
 //! the greedy plans the round on the other core; the greedy machinery then places the chosen
-//! jobs first, and the better of that plan and the greedy plan is returned.
+//! jobs first, the most-spread gangs are tried left out (swap-out), and the better of that plan
+//! and the greedy plan is returned.
 
 use super::{BackendSettings, BackendStatus, MipBackend, SolveOptions, SolveOutcome};
 use crate::assignment::Assignment;
 use crate::heuristics::greedy::{greedy_order, greedy_sequence, Order};
 use crate::instance::Instance;
 use crate::model::aggregate;
-use crate::objective::evaluate;
+use crate::objective::{evaluate, job_spread};
 use crate::plan::Status;
 use crate::topology::Topology;
 use rayon::prelude::*;
@@ -20,21 +21,6 @@ use std::time::Instant;
 const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
 const SWAP_CANDIDATES: usize = 4;
-
-/// Spread penalty of job j on `gpus`.
-fn spread_of(inst: &Instance, topo: &Topology, j: usize, gpus: &crate::assignment::GpuSet) -> f64 {
-    let job = &inst.pending[j];
-    if job.gpus <= 1 {
-        return 0.0;
-    }
-    crate::topology::spread_penalty(
-        &topo.span(inst, gpus),
-        topo.min_units(inst, job),
-        job.gpus,
-        &job.slowdown,
-        inst.policy.weights.spread,
-    )
-}
 
 /// The aggregated model's answer: the jobs it starts, its victims, its status and bound.
 type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
@@ -192,7 +178,7 @@ pub fn finish(
         let mut spread: Vec<(f64, usize)> = assignment
             .placed
             .iter()
-            .map(|(&j, gpus)| (spread_of(inst, topo, j, gpus), j))
+            .map(|(&j, gpus)| (job_spread(inst, topo, &inst.pending[j], gpus), j))
             .filter(|&(p, _)| p > 0.0)
             .collect();
         spread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
