@@ -5,7 +5,7 @@
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::validate::validate;
-use gangplan::plan::{render_plan, validate_plan, SolverInfo};
+use gangplan::plan::{render_plan, validate_plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
 use gangplan::topology::Topology;
 use std::sync::Arc;
@@ -42,19 +42,9 @@ fn aggregated_bound_covers_the_exact_optimum() {
             agg.objective + 1e-7 >= agg.greedy_objective,
             "seed {seed} busy {busy}: aggregated plan below greedy"
         );
-        let info = SolverInfo {
-            path: "ilp".into(),
-            seconds: 0.0,
-            objective: agg.objective,
-            bound: agg.bound,
-            gap: None,
-            time_limit_hit: false,
-            greedy_objective: None,
-            note: None,
-        };
         validate_plan(
             &inst,
-            &render_plan(&inst, &agg.assignment, agg.status, info),
+            &render_plan(&inst, &agg.assignment, agg.status, agg.solver_info(0.0)),
         )
         .unwrap_or_else(|e| panic!("seed {seed} busy {busy}: {e}"));
         // The exact model's proven optimum (solved to a 0.01% gap) never exceeds the aggregated bound.

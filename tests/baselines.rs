@@ -42,16 +42,7 @@ fn instance(seed: u64, nodes: usize, pending: usize, busy: f64) -> Instance {
 }
 
 fn info() -> SolverInfo {
-    SolverInfo {
-        path: "baseline".into(),
-        seconds: 0.0,
-        objective: 0.0,
-        bound: None,
-        gap: None,
-        time_limit_hit: false,
-        greedy_objective: None,
-        note: None,
-    }
+    SolverInfo::blank("baseline")
 }
 
 #[test]

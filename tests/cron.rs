@@ -450,16 +450,7 @@ fn k8s_rejects_node_names_kubernetes_would_reject() {
     let mut plan = gangplan::plan::Plan {
         format: "gangplan-plan/1".into(),
         status: gangplan::plan::Status::Optimal,
-        solver: gangplan::plan::SolverInfo {
-            path: "ilp".into(),
-            seconds: 0.0,
-            objective: 0.0,
-            bound: None,
-            gap: None,
-            time_limit_hit: false,
-            greedy_objective: None,
-            note: None,
-        },
+        solver: gangplan::plan::SolverInfo::blank("ilp"),
         placements: vec![gangplan::plan::Placement {
             job: "j".into(),
             gpus: BTreeMap::from([("Node_1".to_string(), vec![0])]),

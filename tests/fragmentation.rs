@@ -127,16 +127,7 @@ fn generated(seed: u64) -> Instance {
 }
 
 fn info() -> SolverInfo {
-    SolverInfo {
-        path: "greedy".into(),
-        seconds: 0.0,
-        objective: 0.0,
-        bound: None,
-        gap: None,
-        time_limit_hit: false,
-        greedy_objective: None,
-        note: None,
-    }
+    SolverInfo::blank("greedy")
 }
 
 #[test]

@@ -15,7 +15,7 @@ use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::validate::{limits, validate};
 use gangplan::instance::{parse_instance, Instance};
 use gangplan::model::MipModel;
-use gangplan::plan::{render_plan, validate_plan, Plan, SolverInfo, Status};
+use gangplan::plan::{render_plan, validate_plan, Plan, Status};
 use gangplan::solve::{
     solve_with, BackendResult, BackendSettings, BackendStatus, Formulation, MipBackend,
     PlannerKind, SolveOptions, SolveOutcome,
@@ -219,17 +219,7 @@ fn faulty_with(
 }
 
 fn render(inst: &Instance, out: &SolveOutcome) -> Plan {
-    let info = SolverInfo {
-        path: out.path.to_string(),
-        seconds: 0.0,
-        objective: out.objective,
-        bound: out.bound,
-        gap: None,
-        time_limit_hit: out.time_limit_hit,
-        greedy_objective: Some(out.greedy_objective),
-        note: out.note.clone(),
-    };
-    render_plan(inst, &out.assignment, out.status, info)
+    render_plan(inst, &out.assignment, out.status, out.solver_info(0.0))
 }
 
 fn assert_greedy_fallback(out: &SolveOutcome, note_has: &str) {

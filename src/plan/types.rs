@@ -42,6 +42,23 @@ pub struct SolverInfo {
     pub note: Option<String>,
 }
 
+impl SolverInfo {
+    /// The report of a plan with no solve behind it (a baseline's plan, an assignment checked
+    /// before rendering): `path` only, everything else zero or absent.
+    pub fn blank(path: &str) -> Self {
+        SolverInfo {
+            path: path.to_string(),
+            seconds: 0.0,
+            objective: 0.0,
+            bound: None,
+            gap: None,
+            time_limit_hit: false,
+            greedy_objective: None,
+            note: None,
+        }
+    }
+}
+
 /// One started job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

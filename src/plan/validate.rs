@@ -26,16 +26,7 @@ pub fn validate_plan(inst: &Instance, plan: &Plan) -> Result<()> {
 
 /// Check an assignment before it is rendered (used to vet solver answers).
 pub fn check_assignment(inst: &Instance, a: &crate::assignment::Assignment) -> Result<()> {
-    let info = super::types::SolverInfo {
-        path: String::new(),
-        seconds: 0.0,
-        objective: 0.0,
-        bound: None,
-        gap: None,
-        time_limit_hit: false,
-        greedy_objective: None,
-        note: None,
-    };
+    let info = super::types::SolverInfo::blank("");
     validate_plan(
         inst,
         &super::render::render_plan(inst, a, super::types::Status::Fallback, info),
