@@ -202,7 +202,8 @@ pub fn solve_with(
 ) -> SolveOutcome {
     let round_started = Instant::now();
     let total = opts.deadline.saturating_duration_since(round_started);
-    let wait_until = opts.deadline - reserve(inst, total);
+    let reserved = reserve(inst, total);
+    let wait_until = opts.deadline - reserved;
     let aggregated = opts.planner == PlannerKind::Ilp
         && match opts.formulation {
             Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
@@ -210,13 +211,13 @@ pub fn solve_with(
             Formulation::Aggregated => true,
         };
     // The aggregated model needs no MIP start: it runs while the greedy plans.
-    let early = if aggregated && total > Duration::from_millis(20) + reserve(inst, total) {
+    let early = if aggregated && total > Duration::from_millis(20) + reserved {
         Some(aggregated::start(
             inst,
             topo,
             opts,
             Arc::clone(&backend),
-            total - reserve(inst, total),
+            total - reserved,
         ))
     } else {
         None

@@ -209,14 +209,8 @@ impl Topology {
 
     /// The span of a set of GPUs given per node.
     pub fn span(&self, inst: &Instance, gpus: &BTreeMap<NodeIx, Vec<u32>>) -> Span {
-        let mut units = BTreeSet::new();
-        let mut racks = BTreeSet::new();
-        let mut pods = BTreeSet::new();
-        let mut island_splits = 0;
+        let mut span = self.span_of_nodes(inst, gpus.keys().copied());
         for (&n, idx) in gpus {
-            units.insert(self.unit_of[n]);
-            racks.insert(inst.nodes[n].rack);
-            pods.insert(inst.nodes[n].pod);
             let touched = inst.nodes[n]
                 .islands
                 .iter()
@@ -224,16 +218,10 @@ impl Topology {
                 .count() as u32;
             let needed = (idx.len() as u32).div_ceil(self.largest_island[n]);
             if touched > needed {
-                island_splits += 1;
+                span.island_splits += 1;
             }
         }
-        Span {
-            nodes: gpus.len() as u32,
-            units: units.len() as u32,
-            racks: racks.len() as u32,
-            pods: pods.len() as u32,
-            island_splits,
-        }
+        span
     }
 
     /// The span of a set of nodes, NVLink islands aside (for comparing candidate node sets
