@@ -255,11 +255,17 @@ impl Topology {
         if job.gpus == 0 {
             return 1;
         }
+        job.gpus.div_ceil(self.unit_capacity(inst, job))
+    }
+
+    /// The most GPUs one node unit of the job's accepted types offers it (at most its
+    /// `gpus_per_node` per node), 1 at least.
+    pub fn unit_capacity(&self, inst: &Instance, job: &crate::instance::PendingJob) -> u32 {
         let mask = self.type_mask(job);
         let per_node = job.gpus_per_node;
         let key = (mask, per_node);
         let mut cache = self.unit_capacity.lock().unwrap_or_else(|e| e.into_inner());
-        let best = *cache.entry(key.clone()).or_insert_with(|| {
+        *cache.entry(key.clone()).or_insert_with(|| {
             let mut cap = vec![0u32; self.units];
             for (n, node) in inst
                 .nodes
@@ -270,8 +276,7 @@ impl Topology {
                 cap[self.unit_of[n]] += per_node.map_or(node.gpus, |p| p.min(node.gpus));
             }
             cap.into_iter().max().unwrap_or(0).max(1)
-        });
-        job.gpus.div_ceil(best)
+        })
     }
 
     /// Shortest hop count between two GPUs in the graph (a locality distance for reports).

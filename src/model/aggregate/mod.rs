@@ -18,13 +18,15 @@
 //!
 //! GPUs of type t, for every priority pi of a victim on t and pi = infinity:
 //!   sum_{c: prio_c <= pi} eq_c x_ct <= free_t + shared_t + sum_{k on t: prio_k < pi} g_kt p_k
-//! one-node and fixed-shape gangs, for every size level L = 2, 4, 8, ... (pot_n = free_n plus
-//! GPUs preemption could free on n):
-//!   slots:   sum_{c: size >= L} s_c x_ct          <= sum_{n of type t} floor(pot_n / L)
-//!   digits:  sum_{c: L divides size} g_c x_ct     <= sum_{n of type t} L floor(pot_n / L)
+//! one-node and fixed-shape gangs, for every size level L = 2, 4, 8, ... (S_t,L(p): the slots
+//! of L GPUs the free GPUs and the preempted victims leave on nodes of type t, see
+//! `slots_at_level`):
+//!   slots:   sum_{c: size >= L} s_c x_ct          <= S_t,L(p)
+//!   digits:  sum_{c: L divides size} g_c x_ct     <= L S_t,L(p)
 //!   (s_c = 1 for one-node jobs, g_c / gpus_per_node for fixed-shape gangs; a job of size >= L
 //!   takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
-//!   multiples of L, so both rows hold for every real placement)
+//!   multiples of L, so both rows hold for every real placement); gangs of no fixed shape
+//!   placed on their fewest nodes take slots too ([`compact`])
 //! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
 //! fairness:  sigma_t >= F_t - H_t,  sigma_t >= 0
 //! objective: sum_c z_c - sum_k cost_k p_k - fairness sum_t sigma_t - packing_floor
@@ -39,6 +41,7 @@
 //! (`solve`) places the chosen jobs first with the greedy machinery, so the returned plan is
 //! always concrete and valid, and never worse than greedy.
 
+pub mod compact;
 pub mod packing;
 pub mod spread;
 
@@ -118,7 +121,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     // Per type: free GPUs, sharable milli as GPUs, victims' GPUs, and per-node potential.
     let mut free_t = vec![0.0f64; ntypes];
     let mut victims_t: Vec<Vec<(i64, f64, Variable)>> = vec![Vec::new(); ntypes];
-    let mut pot_nodes: Vec<Vec<u32>> = vec![Vec::new(); ntypes];
+    let mut node_offers: Vec<Vec<NodeOffer>> = (0..ntypes).map(|_| Vec::new()).collect();
     let mut offers: Vec<Vec<(i64, u32)>> = vec![Vec::new(); inst.nodes.len()];
     for (n, gpus) in before.gpus.iter().enumerate() {
         let t = topo.node_type[n];
@@ -144,6 +147,14 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         for (&k, &g) in &by_victim {
             offers[n].push((inst.running[k].priority, g));
         }
+        let free = pot - by_victim.values().sum::<u32>();
+        node_offers[t].push(NodeOffer {
+            free,
+            victims: by_victim
+                .iter()
+                .map(|(&k, &g)| (g, preempt[k].expect("a victim")))
+                .collect(),
+        });
         for (k, g) in by_victim {
             victims_t[t].push((
                 inst.running[k].priority,
@@ -151,11 +162,11 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
                 preempt[k].expect("a victim"),
             ));
         }
-        pot_nodes[t].push(pot);
     }
     let mut spread_floor = spread::SpreadFloor::new(inst, topo, &offers);
 
     // Classes.
+    let units_are_nodes = topo.units == inst.nodes.len();
     type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
     let mut class_of: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
     for (j, job) in inst.pending.iter().enumerate() {
@@ -196,6 +207,8 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             &mut objective,
             &mut constraints,
         );
+        let compact = (!*one_node && gpn.is_none() && milli.is_none() && units_are_nodes)
+            .then(|| compact::CompactGang::of(inst, topo, &mut spread_floor, members));
         let eq = inst.pending[members[0]].gpu_equivalent();
         tenant_y[inst.pending[members[0]].tenant].add_mul(eq, n_c);
         let mut sum_x = Expression::from(0.0);
@@ -211,6 +224,21 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
                 most: *gpus as f64,
                 count: x,
             });
+            if let Some(gang) = &compact {
+                // y_ct: the jobs placed on the fewest nodes; the rest pay an extra node.
+                let y = p.add(variable().min(0));
+                constraints.push((y - x).leq(0.0));
+                objective -= gang.extra_node * (x - y);
+                let mut level = 2;
+                while level <= gang.least_per_node {
+                    level_rows
+                        .entry((t, level))
+                        .or_insert_with(|| (Expression::from(0.0), Expression::from(0.0)))
+                        .0
+                        .add_mul((gang.nodes * (gang.least_per_node / level)) as f64, y);
+                    level *= 2;
+                }
+            }
             let (slots_per_job, piece) = match (gpn, one_node) {
                 (_, true) => (1.0, *gpus),
                 (Some(k), false) => ((*gpus / k) as f64, *k),
@@ -273,9 +301,9 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         }
     }
     for ((t, level), (slots, digits)) in level_rows {
-        let slot_cap: u32 = pot_nodes[t].iter().map(|&pot| pot / level).sum();
-        constraints.push(slots.leq(slot_cap as f64));
-        constraints.push(digits.leq((slot_cap * level) as f64));
+        let (free_slots, freed) = slots_at_level(&node_offers[t], level);
+        constraints.push((slots - freed.clone()).leq(free_slots as f64));
+        constraints.push((digits - level as f64 * freed).leq((free_slots * level) as f64));
     }
     // Preemption cost, quotas, fairness.
     let mut tenant_p: Vec<Expression> = vec![Expression::from(0.0); inst.tenants.len()];
@@ -332,6 +360,41 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         preempt,
         columns,
     }
+}
+
+/// What one node offers the round: free GPUs, and the GPUs each victim there would free.
+struct NodeOffer {
+    free: u32,
+    victims: Vec<(u32, Variable)>,
+}
+
+/// Slots of `level` GPUs on a type's nodes: those free now, and an expression of the slots
+/// the preempted victims add. A node with f free GPUs and victims freeing g_k holds
+/// floor((f + sum_{k in S} g_k) / L) slots once S is preempted, which is at most
+///
+/// ```text
+/// floor(f / L) + sum_{k in S} min(ceil(g_k / L), floor(pot / L) - floor(f / L))
+/// ```
+///
+/// (pot: free plus every victim's GPUs): each victim adds at most ceil(g_k / L) slots, and
+/// all of them together at most the node's extra slots, which one term alone already reaches
+/// when its min takes that cap. So the rows stay valid for every real plan and tie the
+/// slots to the victims actually paid for.
+fn slots_at_level(nodes: &[NodeOffer], level: u32) -> (u32, Expression) {
+    let mut free_slots = 0;
+    let mut freed = Expression::from(0.0);
+    for node in nodes {
+        let pot = node.free + node.victims.iter().map(|v| v.0).sum::<u32>();
+        let extra = pot / level - node.free / level;
+        free_slots += node.free / level;
+        if extra == 0 {
+            continue;
+        }
+        for &(g, v) in &node.victims {
+            freed.add_mul(g.div_ceil(level).min(extra) as f64, v);
+        }
+    }
+    (free_slots, freed)
 }
 
 /// The value of the best n_c jobs of a class, as an epigraph: with v_1 >= v_2 >= ... the

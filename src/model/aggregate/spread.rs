@@ -47,6 +47,12 @@ impl<'a> SpreadFloor<'a> {
 
     /// The floor of job j's spread penalty, 0 for jobs of one GPU or none.
     pub fn of(&mut self, job: &PendingJob) -> f64 {
+        self.of_spanning(job, 0)
+    }
+
+    /// The floor of job j's spread penalty over the placements that cover at least
+    /// `at_least_units` node units (0: every placement).
+    pub fn of_spanning(&mut self, job: &PendingJob, at_least_units: u32) -> f64 {
         let s = &job.slowdown;
         if job.gpus <= 1
             || [s.span_nodes, s.span_racks, s.span_pods]
@@ -88,14 +94,14 @@ impl<'a> SpreadFloor<'a> {
             )
         };
         // Over several racks: at least the fewest units, two racks, the fewest pods.
-        let spread_out = penalty(units, racks.max(2), pods);
+        let spread_out = penalty(units.max(at_least_units), racks.max(2), pods);
         // In one rack: the fewest units any one rack can do it with.
         let one_rack = reach
             .units_in_rack
             .iter()
             .filter_map(|prefix| fewest(prefix, g))
             .min()
-            .map(|u| penalty(u, 1, 1));
+            .map(|u| penalty(u.max(at_least_units), 1, 1));
         one_rack.map_or(spread_out, |p| p.min(spread_out))
     }
 }

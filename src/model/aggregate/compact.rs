@@ -1,0 +1,60 @@
+//! Multi-node gangs without a fixed shape, split by whether they sit on the fewest nodes.
+//!
+//! A multi-node gang without a fixed shape (g GPUs, node units of at most C usable GPUs),
+//! where every node unit is one node. On the fewest nodes it can use, u = ceil(g / C), every
+//! node holds at least m = g - (u - 1) C of its GPUs, so the placement takes u floor(m / L)
+//! slots of every size level L <= m, like a fixed-shape gang. On more nodes it takes no slot
+//! for sure but pays at least one extra node unit of spread:
+//!
+//! ```text
+//! y_ct <= x_ct                                     (y_ct: jobs of c on the fewest nodes)
+//! slots_L += u floor(m / L) y_ct                   (L = 2, 4, ... <= m)
+//! objective -= delta_c (x_ct - y_ct)
+//! ```
+//!
+//! with delta_c the least, over the class, of the spread floor over placements of at least
+//! u + 1 units minus the job's floor: the rest of the job's penalty already sits in its value.
+
+use super::spread::SpreadFloor;
+use crate::instance::Instance;
+use crate::topology::Topology;
+
+/// The shape of a class of gangs placed on their fewest nodes.
+pub struct CompactGang {
+    /// u: the fewest nodes the gang can use.
+    pub nodes: u32,
+    /// m: GPUs each of those nodes holds at least.
+    pub least_per_node: u32,
+    /// delta_c: the spread a placement on more nodes pays at least beyond the job's floor.
+    pub extra_node: f64,
+}
+
+impl CompactGang {
+    /// The shape of a class of such gangs (`members`: the class's jobs).
+    pub fn of(
+        inst: &Instance,
+        topo: &Topology,
+        floor: &mut SpreadFloor,
+        members: &[usize],
+    ) -> Self {
+        let job = &inst.pending[members[0]];
+        let per_unit = topo.unit_capacity(inst, job);
+        let nodes = job.gpus.div_ceil(per_unit);
+        let extra_node = members
+            .iter()
+            .map(|&j| {
+                let job = &inst.pending[j];
+                (floor.of_spanning(job, nodes + 1) - floor.of(job)).max(0.0)
+            })
+            .fold(f64::INFINITY, f64::min);
+        CompactGang {
+            nodes,
+            least_per_node: job.gpus.saturating_sub((nodes - 1) * per_unit),
+            extra_node: if extra_node.is_finite() {
+                extra_node
+            } else {
+                0.0
+            },
+        }
+    }
+}
