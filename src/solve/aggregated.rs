@@ -1,7 +1,7 @@
 //! Large rounds: the aggregated model chooses which jobs start (and bounds the objective) while
 //! the greedy plans the round on the other core; the greedy machinery then places the chosen
-//! jobs first, the most-spread gangs are tried left out (swap-out), and the better of that plan
-//! and the greedy plan is returned.
+//! jobs first (in a few orders), the most-spread gangs are tried left out (swap-out) from the
+//! two best of those plans, and the best plan found, or the greedy plan, is returned.
 
 use super::{BackendSettings, BackendStatus, MipBackend, SolveOptions, SolveOutcome};
 use crate::assignment::Assignment;
@@ -21,6 +21,8 @@ use std::time::Instant;
 const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
 const SWAP_CANDIDATES: usize = 4;
+/// Second-stage variants the swap-out search starts from, best first.
+const SWAP_VARIANTS: usize = 2;
 
 /// The aggregated model's answer: the jobs it starts, its victims, its status and bound.
 type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
@@ -131,10 +133,18 @@ pub fn finish(
             hit,
         );
     }
-    // Second stage: the chosen jobs first, then the rest, in greedy order, with the model's
-    // victims or the greedy's own preemption (the passes run in parallel).
+    // Second stage: the chosen jobs first (by value per GPU, or largest first), then the
+    // rest in greedy order, with the model's victims or the greedy's own preemption (the
+    // passes run in parallel).
     let order = greedy_order(inst, Order::ValuePerGpu);
     let chosen_first: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|j| chosen.contains(j))
+        .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
+        .collect();
+    let by_size = greedy_order(inst, Order::Size);
+    let largest_first: Vec<usize> = by_size
         .iter()
         .copied()
         .filter(|j| chosen.contains(j))
@@ -143,69 +153,35 @@ pub fn finish(
     let none: &[usize] = &[];
     let variants = [
         (&chosen_first, None, &victims[..]),
+        (&largest_first, None, &victims[..]),
         (&chosen_first, Some(0.0), none),
-        (&chosen_first, None, none),
     ];
     let variants: Vec<_> = variants
         .into_iter()
         .filter(|(_, margin, _)| margin.is_none() || inst.policy.preemption)
         .collect();
-    let plans: Vec<(f64, Assignment)> = variants
+    let mut plans: Vec<(f64, Assignment, usize)> = variants
         .par_iter()
-        .map(|&(sequence, margin, first)| {
+        .enumerate()
+        .map(|(i, &(sequence, margin, first))| {
             let a = greedy_sequence(inst, topo, sequence, margin, first);
-            (evaluate(inst, topo, &a).total(), a)
+            (evaluate(inst, topo, &a).total(), a, i)
         })
         .collect();
-    let mut best: Option<(f64, Assignment, usize)> = None;
-    for (i, (obj, a)) in plans.into_iter().enumerate() {
-        if best.as_ref().is_none_or(|(b, _, _)| obj > *b + 1e-9) {
-            best = Some((obj, a, i));
-        }
-    }
-    let Some((mut objective, mut assignment, won)) = best else {
+    // Best first; the earlier variant on ties.
+    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.2.cmp(&b.2)));
+    let Some((mut objective, mut assignment, _)) = plans.first().cloned() else {
         return fallback(None, bound, hit);
     };
-    // Swap-out: a gang placed with spread may be worth less than what its GPUs hold for the
-    // jobs behind it. Plan again without each of the few most-spread gangs (in parallel) and
-    // keep the best improvement, for a few rounds while time allows.
-    let (sequence, margin, first) = variants[won];
-    let mut left_out: BTreeSet<usize> = BTreeSet::new();
-    for _ in 0..SWAP_ROUNDS {
-        if Instant::now() + greedy_took > swap_until.min(wait_until) {
-            break;
+    // Swap-out from the best variants in turn, while time allows.
+    for (obj, plan, i) in plans.into_iter().take(SWAP_VARIANTS) {
+        let (sequence, margin, first) = variants[i];
+        let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, margin, first);
+        let until = swap_until.min(wait_until);
+        let (obj, plan) = swap_out(inst, topo, sequence, &pass, (obj, plan), greedy_took, until);
+        if obj > objective + 1e-9 {
+            (objective, assignment) = (obj, plan);
         }
-        let mut spread: Vec<(f64, usize)> = assignment
-            .placed
-            .iter()
-            .map(|(&j, gpus)| (job_spread(inst, topo, &inst.pending[j], gpus), j))
-            .filter(|&(p, _)| p > 0.0)
-            .collect();
-        spread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        spread.truncate(SWAP_CANDIDATES);
-        let trials: Vec<(f64, usize, Assignment)> = spread
-            .par_iter()
-            .map(|&(_, j)| {
-                let without: Vec<usize> = sequence
-                    .iter()
-                    .copied()
-                    .filter(|&x| x != j && !left_out.contains(&x))
-                    .collect();
-                let a = greedy_sequence(inst, topo, &without, margin, first);
-                (evaluate(inst, topo, &a).total(), j, a)
-            })
-            .collect();
-        let Some((obj, j, a)) = trials
-            .into_iter()
-            .reduce(|x, y| if y.0 > x.0 + 1e-9 { y } else { x })
-        else {
-            break;
-        };
-        if obj <= objective + 1e-9 {
-            break;
-        }
-        (objective, assignment) = (obj, a);
-        left_out.insert(j);
     }
     if objective <= greedy_objective + 1e-9 {
         return fallback(
@@ -229,4 +205,58 @@ pub fn finish(
         opts.mip_gap,
         note,
     )
+}
+
+/// Swap-out: a gang placed with spread may be worth less than what its GPUs hold for the
+/// jobs behind it. Plan again without each of the few most-spread gangs (in parallel) and
+/// keep the best improvement, for a few rounds while a pass (`pass_takes`) still fits before
+/// `until`. Returns the best objective and plan found, `start` when nothing improves on it.
+fn swap_out(
+    inst: &Instance,
+    topo: &Topology,
+    sequence: &[usize],
+    pass: &(dyn Fn(&[usize]) -> Assignment + Sync),
+    start: (f64, Assignment),
+    pass_takes: Duration,
+    until: Instant,
+) -> (f64, Assignment) {
+    let (mut objective, mut assignment) = start;
+    let mut left_out: BTreeSet<usize> = BTreeSet::new();
+    for _ in 0..SWAP_ROUNDS {
+        if Instant::now() + pass_takes > until {
+            break;
+        }
+        let mut spread: Vec<(f64, usize)> = assignment
+            .placed
+            .iter()
+            .map(|(&j, gpus)| (job_spread(inst, topo, &inst.pending[j], gpus), j))
+            .filter(|&(p, _)| p > 0.0)
+            .collect();
+        spread.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        spread.truncate(SWAP_CANDIDATES);
+        let trials: Vec<(f64, usize, Assignment)> = spread
+            .par_iter()
+            .map(|&(_, j)| {
+                let without: Vec<usize> = sequence
+                    .iter()
+                    .copied()
+                    .filter(|&x| x != j && !left_out.contains(&x))
+                    .collect();
+                let a = pass(&without);
+                (evaluate(inst, topo, &a).total(), j, a)
+            })
+            .collect();
+        let Some((obj, j, a)) = trials
+            .into_iter()
+            .reduce(|x, y| if y.0 > x.0 + 1e-9 { y } else { x })
+        else {
+            break;
+        };
+        if obj <= objective + 1e-9 {
+            break;
+        }
+        (objective, assignment) = (obj, a);
+        left_out.insert(j);
+    }
+    (objective, assignment)
 }
