@@ -369,17 +369,17 @@ struct NodeOffer {
 }
 
 /// Slots of `level` GPUs on a type's nodes: those free now, and an expression of the slots
-/// the preempted victims add. A node with f free GPUs and victims freeing g_k holds
-/// floor((f + sum_{k in S} g_k) / L) slots once S is preempted, which is at most
+/// the preempted victims add. A node with f = qL + r free GPUs and victims freeing g_k holds
+/// floor((f + G) / L) slots once a set S of them (G GPUs) is preempted, which is at most
 ///
 /// ```text
-/// floor(f / L) + sum_{k in S} min(ceil(g_k / L), floor(pot / L) - floor(f / L))
+/// floor(f / L) + sum_{k in S} min(ceil(g_k / L), (g_k + r) / L, floor(pot / L) - floor(f / L))
 /// ```
 ///
-/// (pot: free plus every victim's GPUs): each victim adds at most ceil(g_k / L) slots, and
-/// all of them together at most the node's extra slots, which one term alone already reaches
-/// when its min takes that cap. So the rows stay valid for every real plan and tie the
-/// slots to the victims actually paid for.
+/// (pot: free plus every victim's GPUs): the extra slots floor((r + G) / L) are at most the
+/// sum of ceil(g_k / L), at most (G + r) / L <= sum_k (g_k + r) / L, and at most the node's
+/// extra slots, which one term alone already reaches when its min takes that cap. So the
+/// rows stay valid for every real plan and tie the slots to the victims paid for.
 fn slots_at_level(nodes: &[NodeOffer], level: u32) -> (u32, Expression) {
     let mut free_slots = 0;
     let mut freed = Expression::from(0.0);
@@ -390,8 +390,12 @@ fn slots_at_level(nodes: &[NodeOffer], level: u32) -> (u32, Expression) {
         if extra == 0 {
             continue;
         }
+        let rest = (node.free % level) as f64;
         for &(g, v) in &node.victims {
-            freed.add_mul(g.div_ceil(level).min(extra) as f64, v);
+            let adds = (g.div_ceil(level) as f64)
+                .min((g as f64 + rest) / level as f64)
+                .min(extra as f64);
+            freed.add_mul(adds, v);
         }
     }
     (free_slots, freed)
