@@ -56,6 +56,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// Rounds with more candidate victims than this get continuous preemption variables.
 pub const INTEGER_VICTIMS_LIMIT: usize = 200;
 
+/// Rounds with more nodes holding several candidate victims than this count the slots those
+/// nodes gain continuously (integer counts made 85%-busy 100k-GPU rounds overrun HiGHS's time
+/// limit twofold).
+pub const INTEGER_SLOT_NODES_LIMIT: usize = 2000;
+
 /// The aggregated model and how to read its answer.
 pub struct AggregateModel {
     /// The model (its `vars` are empty: read answers through this struct).
@@ -148,8 +153,20 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             offers[n].push((inst.running[k].priority, g));
         }
         let free = pot - by_victim.values().sum::<u32>();
+        // u_n: whether any victim on the node is preempted (several victims share the GPUs
+        // left over past the node's last full slot, counted once).
+        let any_victim = (by_victim.len() > 1).then(|| {
+            let u = p.add(variable().min(0).max(1));
+            let mut sum_p = Expression::from(0.0);
+            for &k in by_victim.keys() {
+                sum_p += preempt[k].expect("a victim");
+            }
+            constraints.push((u - sum_p).leq(0.0));
+            u
+        });
         node_offers[t].push(NodeOffer {
             free,
+            any_victim,
             victims: by_victim
                 .iter()
                 .map(|(&k, &g)| (g, preempt[k].expect("a victim")))
@@ -300,8 +317,18 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             constraints.push(lhs.leq(free_t[t]));
         }
     }
+    // Whole slots per node are integer at each type's top level while few nodes need them.
+    let shared_nodes = node_offers
+        .iter()
+        .flatten()
+        .filter(|n| n.any_victim.is_some())
+        .count();
+    let integer_slots = integer && shared_nodes <= INTEGER_SLOT_NODES_LIMIT;
+    let top_level: BTreeMap<usize, u32> = level_rows.keys().copied().collect();
     for ((t, level), (slots, digits)) in level_rows {
-        let (free_slots, freed) = slots_at_level(&node_offers[t], level);
+        let whole = integer_slots && top_level[&t] == level;
+        let (free_slots, freed) =
+            slots_at_level(&node_offers[t], level, whole, &mut p, &mut constraints);
         constraints.push((slots - freed.clone()).leq(free_slots as f64));
         constraints.push((digits - level as f64 * freed).leq((free_slots * level) as f64));
     }
@@ -365,24 +392,34 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
 /// What one node offers the round: free GPUs, and the GPUs each victim there would free.
 struct NodeOffer {
     free: u32,
+    any_victim: Option<Variable>,
     victims: Vec<(u32, Variable)>,
 }
 
 /// Slots of `level` GPUs on a type's nodes: those free now, and an expression of the slots
-/// the preempted victims add. A node with f = qL + r free GPUs and victims freeing g_k holds
-/// floor((f + G) / L) slots once a set S of them (G GPUs) is preempted, which is at most
+/// the preempted victims add. A node with f = qL + r free GPUs holds floor((r + G) / L) extra
+/// slots once victims freeing G GPUs in all are preempted, never more than
+/// e = floor(pot / L) - floor(f / L) (pot: free plus every victim's GPUs):
 ///
 /// ```text
-/// floor(f / L) + sum_{k in S} min(ceil(g_k / L), (g_k + r) / L, floor(pot / L) - floor(f / L))
+/// one victim k:       e p_k                                          (exact)
+/// several victims:    s_n <= sum_k (g_k / L) p_k + (r / L) u_n,  0 <= s_n <= e
+///                     u_n <= sum_k p_k,  u_n <= 1                    (u_n: any victim gone)
 /// ```
 ///
-/// (pot: free plus every victim's GPUs): the extra slots floor((r + G) / L) are at most the
-/// sum of ceil(g_k / L), at most (G + r) / L <= sum_k (g_k + r) / L, and at most the node's
-/// extra slots, which one term alone already reaches when its min takes that cap. So the
-/// rows stay valid for every real plan and tie the slots to the victims paid for.
-fn slots_at_level(nodes: &[NodeOffer], level: u32) -> (u32, Expression) {
+/// s_n is integer (`integer`: the slots are whole, so a victim freeing part of a slot adds
+/// none) or, on large rounds, continuous: a relaxation. Both hold for every real plan and tie
+/// the slots to the victims paid for.
+fn slots_at_level(
+    nodes: &[NodeOffer],
+    level: u32,
+    integer: bool,
+    p: &mut ProblemVariables,
+    constraints: &mut Vec<good_lp::Constraint>,
+) -> (u32, Expression) {
     let mut free_slots = 0;
     let mut freed = Expression::from(0.0);
+    let l = level as f64;
     for node in nodes {
         let pot = node.free + node.victims.iter().map(|v| v.0).sum::<u32>();
         let extra = pot / level - node.free / level;
@@ -390,12 +427,25 @@ fn slots_at_level(nodes: &[NodeOffer], level: u32) -> (u32, Expression) {
         if extra == 0 {
             continue;
         }
-        let rest = (node.free % level) as f64;
-        for &(g, v) in &node.victims {
-            let adds = (g.div_ceil(level) as f64)
-                .min((g as f64 + rest) / level as f64)
-                .min(extra as f64);
-            freed.add_mul(adds, v);
+        match node.any_victim {
+            Some(u) => {
+                // s_n: whole slots, at most what the preempted GPUs and the rest complete.
+                let def = variable().min(0).max(extra as f64);
+                let s_n = p.add(if integer { def.integer() } else { def });
+                let mut credit = Expression::from(0.0);
+                for &(g, v) in &node.victims {
+                    credit.add_mul(g as f64 / l, v);
+                }
+                credit.add_mul((node.free % level) as f64 / l, u);
+                constraints.push((s_n - credit).leq(0.0));
+                freed += s_n;
+            }
+            None => {
+                // One victim: exactly the slots it completes.
+                for &(_, v) in &node.victims {
+                    freed.add_mul(extra as f64, v);
+                }
+            }
         }
     }
     (free_slots, freed)
