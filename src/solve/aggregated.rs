@@ -152,33 +152,59 @@ pub fn finish(
         .collect();
     let none: &[usize] = &[];
     let variants = [
-        (&chosen_first, None, &victims[..]),
-        (&largest_first, None, &victims[..]),
-        (&chosen_first, Some(0.0), none),
+        (chosen_first.clone(), None, &victims[..]),
+        (largest_first, None, &victims[..]),
+        (chosen_first, Some(0.0), none),
     ];
     let variants: Vec<_> = variants
         .into_iter()
         .filter(|(_, margin, _)| margin.is_none() || inst.policy.preemption)
         .collect();
-    let mut plans: Vec<(f64, Assignment, usize)> = variants
+    // Each variant's pass, then once more with the chosen jobs it left waiting moved to the
+    // front (they lost their room to jobs placed before them); the better of the two stays.
+    let mut plans: Vec<(f64, Assignment, Vec<usize>, usize)> = variants
         .par_iter()
         .enumerate()
-        .map(|(i, &(sequence, margin, first))| {
-            let a = greedy_sequence(inst, topo, sequence, margin, first);
-            (evaluate(inst, topo, &a).total(), a, i)
+        .map(|(i, (sequence, margin, first))| {
+            let pass = |seq: &[usize]| {
+                let a = greedy_sequence(inst, topo, seq, *margin, first);
+                (evaluate(inst, topo, &a).total(), a)
+            };
+            let (obj, a) = pass(sequence);
+            let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence
+                .iter()
+                .partition(|j| chosen.contains(j) && !a.placed.contains_key(j));
+            if waiting.is_empty() {
+                return (obj, a, sequence.clone(), i);
+            }
+            let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
+            let (obj2, a2) = pass(&promoted);
+            if obj2 > obj + 1e-9 {
+                (obj2, a2, promoted, i)
+            } else {
+                (obj, a, sequence.clone(), i)
+            }
         })
         .collect();
     // Best first; the earlier variant on ties.
-    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.2.cmp(&b.2)));
-    let Some((mut objective, mut assignment, _)) = plans.first().cloned() else {
+    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
+    let Some((mut objective, mut assignment, _, _)) = plans.first().cloned() else {
         return fallback(None, bound, hit);
     };
     // Swap-out from the best variants in turn, while time allows.
-    for (obj, plan, i) in plans.into_iter().take(SWAP_VARIANTS) {
-        let (sequence, margin, first) = variants[i];
+    for (obj, plan, sequence, i) in plans.into_iter().take(SWAP_VARIANTS) {
+        let (_, margin, first) = variants[i];
         let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, margin, first);
         let until = swap_until.min(wait_until);
-        let (obj, plan) = swap_out(inst, topo, sequence, &pass, (obj, plan), greedy_took, until);
+        let (obj, plan) = swap_out(
+            inst,
+            topo,
+            &sequence,
+            &pass,
+            (obj, plan),
+            greedy_took,
+            until,
+        );
         if obj > objective + 1e-9 {
             (objective, assignment) = (obj, plan);
         }
