@@ -171,7 +171,8 @@ impl SolveOutcome {
 
 /// Time kept back from the deadline for rendering, validating and writing the plan: a tenth
 /// of the round (50-500 ms) plus the reasons of the jobs left waiting, which grow with nodes x
-/// pending jobs (0.4-0.7 s for 12,500 nodes and 20,000 jobs on the development machine),
+/// pending jobs (0.4-0.7 s for 12,500 nodes and 20,000 jobs on the development machine with
+/// both cores, about twice that while a solver that overran its own limit holds one),
 /// never more than half the round.
 pub fn reserve(inst: &Instance, total: Duration) -> Duration {
     let base = (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500));
@@ -186,7 +187,7 @@ pub fn reserve(inst: &Instance, total: Duration) -> Duration {
 const SWAP_SHARE: f64 = 0.3;
 
 /// Measured rendering cost per (node, pending job) pair, seconds.
-const RENDER_SECONDS_PER_NODE_JOB: f64 = 3e-9;
+const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
 
 /// Solve a round with HiGHS.
 pub fn solve(inst: &Arc<Instance>, topo: &Arc<Topology>, opts: &SolveOptions) -> SolveOutcome {
