@@ -79,23 +79,74 @@ fn aggregated_bound_covers_the_exact_optimum() {
     );
 }
 
-/// A gang whose every placement costs more spread than it is worth: the aggregated model's
-/// spread floor keeps it out of the bound, so the bound proves the plan that leaves it
-/// waiting optimal.
-#[test]
-fn spread_floor_proves_a_wide_gang_not_worth_starting() {
+/// Solve a golden scenario with the aggregated model and check that its bound proves the plan
+/// optimal (`why`: what would be missing from the model if it did not).
+fn aggregated_bound_proves_optimal(
+    name: &str,
+    why: &str,
+) -> (
+    Arc<gangplan::instance::Instance>,
+    gangplan::solve::SolveOutcome,
+) {
     let lib = ModelLibrary::builtin();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("instances/golden/spread-not-worth.yaml");
+        .join(format!("instances/golden/{name}.yaml"));
     let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
     let topo = Arc::new(Topology::new(&inst));
     let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
     let bound = agg.bound.expect("the aggregated model reports a bound");
     assert!(
         bound <= agg.objective + 1e-6,
-        "bound {bound} above the plan's {}: the wide gang's spread floor is missing",
+        "{name}: bound {bound} above the plan's {}: {why}",
         agg.objective
     );
-    let wide = inst.pending.iter().position(|j| j.id == "wide").unwrap();
-    assert!(!agg.assignment.placed.contains_key(&wide));
+    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
+    assert!(
+        (agg.objective - exact.objective).abs() <= 1e-6,
+        "{name}: aggregated plan {} but the exact optimum is {}",
+        agg.objective,
+        exact.objective
+    );
+    (inst, agg)
+}
+
+fn job(inst: &gangplan::instance::Instance, id: &str) -> usize {
+    inst.pending.iter().position(|j| j.id == id).unwrap()
+}
+
+/// A gang whose every placement costs more spread than it is worth: the aggregated model's
+/// spread floor keeps it out of the bound, so the bound proves the plan that leaves it
+/// waiting optimal.
+#[test]
+fn spread_floor_proves_a_wide_gang_not_worth_starting() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "spread-not-worth",
+        "the wide gang's spread floor is missing",
+    );
+    assert!(!agg.assignment.placed.contains_key(&job(&inst, "wide")));
+}
+
+/// Two cheap victims on two nodes free enough GPUs for an 8-GPU one-node job, but no whole
+/// node: the slot rows count a node's slot only once every GPU of it is free or paid for, so
+/// the bound proves that the job waits.
+#[test]
+fn slot_rows_need_a_whole_node_of_victims() {
+    let (_, agg) = aggregated_bound_proves_optimal(
+        "whole-node-victims",
+        "slots are credited for victims that do not free a whole node",
+    );
+    assert!(agg.assignment.placed.is_empty());
+    assert!(agg.assignment.preempted.is_empty());
+}
+
+/// A 16-GPU gang competing with two one-node jobs for two whole nodes: on its fewest nodes it
+/// takes both, so starting all three needs it on a third node, which the bound charges.
+#[test]
+fn gang_on_more_nodes_pays_the_extra_node_in_the_bound() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "gang-or-whole-nodes",
+        "the gang is counted both compact and on the half-free nodes",
+    );
+    let gang = agg.assignment.placed.get(&job(&inst, "gang"));
+    assert_eq!(gang.map(|g| g.len()), Some(3), "the gang spans three nodes");
 }

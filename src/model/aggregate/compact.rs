@@ -7,7 +7,8 @@
 //! for sure but pays at least one extra node unit of spread:
 //!
 //! ```text
-//! y_ct <= x_ct                                     (y_ct: jobs of c on the fewest nodes)
+//! y_ct <= x_ct                                     (y_ct: jobs of c on the fewest nodes,
+//!                                                   integer where x_ct is)
 //! slots_L += u floor(m / L) y_ct                   (L = 2, 4, ... <= m)
 //! objective -= delta_c (x_ct - y_ct)
 //! ```

@@ -232,7 +232,8 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         let one_type = mask.iter().filter(|&&m| m).count() == 1;
         for t in (0..ntypes).filter(|&t| mask[t]) {
             let def = variable().min(0).max(members.len() as f64);
-            let x = p.add(if *one_node || one_type { int(def) } else { def });
+            let x_integer = *one_node || one_type;
+            let x = p.add(if x_integer { int(def) } else { def });
             sum_x += x;
             let per_job = milli.map_or(*gpus as f64, |m| m as f64 / 1000.0);
             type_users[t].push((*prio, per_job, x));
@@ -243,7 +244,11 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             });
             if let Some(gang) = &compact {
                 // y_ct: the jobs placed on the fewest nodes; the rest pay an extra node.
-                let y = p.add(variable().min(0));
+                let y = p.add(if x_integer {
+                    int(variable().min(0))
+                } else {
+                    variable().min(0)
+                });
                 constraints.push((y - x).leq(0.0));
                 objective -= gang.extra_node * (x - y);
                 let mut level = 2;
