@@ -1,7 +1,8 @@
 //! Large rounds: the aggregated model chooses which jobs start (and bounds the objective) while
 //! the greedy plans the round on the other core; the greedy machinery then places the chosen
-//! jobs first (in a few orders), the most-spread gangs are tried left out (swap-out) from the
-//! two best of those plans, and the best plan found, or the greedy plan, is returned.
+//! jobs first (in two orders, each tried again with the chosen jobs it left waiting moved to
+//! the front), the most-spread gangs are tried left out (swap-out) from both plans, and the
+//! best plan found, or the greedy plan, is returned.
 
 use super::{BackendSettings, BackendStatus, MipBackend, SolveOptions, SolveOutcome};
 use crate::assignment::Assignment;
@@ -99,6 +100,7 @@ pub fn finish(
         note,
     };
     let wait = wait_until.saturating_duration_since(Instant::now());
+    let waited = Instant::now();
     let ((chosen, victims), status, bound) =
         match running.answer.recv_timeout(wait) {
             Ok(Ok(Ok(a))) => a,
@@ -126,6 +128,11 @@ pub fn finish(
             ),
         };
     let hit = status == BackendStatus::LimitWithIncumbent;
+    let stage_started = Instant::now();
+    tracing::debug!(
+        waited_s = waited.elapsed().as_secs_f64(),
+        "aggregated model answered"
+    );
     if Instant::now() + greedy_took / 2 > wait_until {
         return fallback(
             Some("no time left to place the aggregated model's choice; greedy plan used".into()),
@@ -133,9 +140,8 @@ pub fn finish(
             hit,
         );
     }
-    // Second stage: the chosen jobs first (by value per GPU, or largest first), then the
-    // rest in greedy order, with the model's victims or the greedy's own preemption (the
-    // passes run in parallel).
+    // Second stage: the model's victims preempted, the chosen jobs first (by value per GPU,
+    // or largest first: the two passes run in parallel), then the rest in greedy order.
     let order = greedy_order(inst, Order::ValuePerGpu);
     let chosen_first: Vec<usize> = order
         .iter()
@@ -150,16 +156,10 @@ pub fn finish(
         .filter(|j| chosen.contains(j))
         .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
         .collect();
-    let none: &[usize] = &[];
     let variants = [
-        (chosen_first.clone(), None, &victims[..]),
+        (chosen_first, None, &victims[..]),
         (largest_first, None, &victims[..]),
-        (chosen_first, Some(0.0), none),
     ];
-    let variants: Vec<_> = variants
-        .into_iter()
-        .filter(|(_, margin, _)| margin.is_none() || inst.policy.preemption)
-        .collect();
     // Each variant's pass, then once more with the chosen jobs it left waiting moved to the
     // front (they lost their room to jobs placed before them); the better of the two stays.
     let mut plans: Vec<(f64, Assignment, Vec<usize>, usize)> = variants
@@ -186,6 +186,10 @@ pub fn finish(
             }
         })
         .collect();
+    tracing::debug!(
+        seconds = stage_started.elapsed().as_secs_f64(),
+        "second-stage passes done"
+    );
     // Best first; the earlier variant on ties.
     plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
     let Some((mut objective, mut assignment, _, _)) = plans.first().cloned() else {
@@ -209,6 +213,11 @@ pub fn finish(
             (objective, assignment) = (obj, plan);
         }
     }
+    tracing::debug!(
+        seconds = stage_started.elapsed().as_secs_f64(),
+        objective,
+        "swap-out done"
+    );
     if objective <= greedy_objective + 1e-9 {
         return fallback(
             Some(

@@ -227,6 +227,11 @@ pub fn solve_with(
     let greedy = crate::heuristics::greedy::portfolio(inst, topo, Some(wait_until));
     let greedy_took = greedy_started.elapsed();
     let greedy_objective = evaluate(inst, topo, &greedy).total();
+    tracing::debug!(
+        seconds = greedy_took.as_secs_f64(),
+        objective = greedy_objective,
+        "greedy portfolio done"
+    );
     let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
         assignment: greedy.clone(),
         status: Status::Fallback,
