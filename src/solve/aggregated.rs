@@ -22,8 +22,6 @@ use std::time::Instant;
 const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
 const SWAP_CANDIDATES: usize = 4;
-/// Second-stage variants the swap-out search starts from, best first.
-const SWAP_VARIANTS: usize = 2;
 
 /// The aggregated model's answer: the jobs it starts, its victims, its status and bound.
 type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
@@ -143,34 +141,29 @@ pub fn finish(
     // Second stage: the model's victims preempted, the chosen jobs first (by value per GPU,
     // or largest first: the two passes run in parallel), then the rest in greedy order.
     let order = greedy_order(inst, Order::ValuePerGpu);
-    let chosen_first: Vec<usize> = order
-        .iter()
-        .copied()
-        .filter(|j| chosen.contains(j))
-        .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
-        .collect();
-    let by_size = greedy_order(inst, Order::Size);
-    let largest_first: Vec<usize> = by_size
-        .iter()
-        .copied()
-        .filter(|j| chosen.contains(j))
-        .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
-        .collect();
-    let variants = [
-        (chosen_first, None, &victims[..]),
-        (largest_first, None, &victims[..]),
+    let chosen_then_rest = |head: &[usize]| -> Vec<usize> {
+        head.iter()
+            .copied()
+            .filter(|j| chosen.contains(j))
+            .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
+            .collect()
+    };
+    let sequences = [
+        chosen_then_rest(&order),
+        chosen_then_rest(&greedy_order(inst, Order::Size)),
     ];
-    // Each variant's pass, then once more with the chosen jobs it left waiting moved to the
+    let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &victims);
+    // Each sequence's pass, then once more with the chosen jobs it left waiting moved to the
     // front (they lost their room to jobs placed before them); the better of the two stays.
-    let mut plans: Vec<(f64, Assignment, Vec<usize>, usize)> = variants
+    let mut plans: Vec<(f64, Assignment, Vec<usize>, usize)> = sequences
         .par_iter()
         .enumerate()
-        .map(|(i, (sequence, margin, first))| {
-            let pass = |seq: &[usize]| {
-                let a = greedy_sequence(inst, topo, seq, *margin, first);
+        .map(|(i, sequence)| {
+            let scored = |seq: &[usize]| {
+                let a = pass(seq);
                 (evaluate(inst, topo, &a).total(), a)
             };
-            let (obj, a) = pass(sequence);
+            let (obj, a) = scored(sequence);
             let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence
                 .iter()
                 .partition(|j| chosen.contains(j) && !a.placed.contains_key(j));
@@ -178,7 +171,7 @@ pub fn finish(
                 return (obj, a, sequence.clone(), i);
             }
             let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
-            let (obj2, a2) = pass(&promoted);
+            let (obj2, a2) = scored(&promoted);
             if obj2 > obj + 1e-9 {
                 (obj2, a2, promoted, i)
             } else {
@@ -190,15 +183,13 @@ pub fn finish(
         seconds = stage_started.elapsed().as_secs_f64(),
         "second-stage passes done"
     );
-    // Best first; the earlier variant on ties.
+    // Best first; the earlier sequence on ties.
     plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
     let Some((mut objective, mut assignment, _, _)) = plans.first().cloned() else {
         return fallback(None, bound, hit);
     };
-    // Swap-out from the best variants in turn, while time allows.
-    for (obj, plan, sequence, i) in plans.into_iter().take(SWAP_VARIANTS) {
-        let (_, margin, first) = variants[i];
-        let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, margin, first);
+    // Swap-out from the best plans in turn, while time allows.
+    for (obj, plan, sequence, _) in plans {
         let until = swap_until.min(wait_until);
         let (obj, plan) = swap_out(
             inst,
