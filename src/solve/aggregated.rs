@@ -18,6 +18,9 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use std::time::Instant;
 
+/// Times a second-stage pass is run again with the chosen jobs it left waiting moved to the
+/// front (the first always; the others while a pass still fits before the swap-out's end).
+const PROMOTE_ROUNDS: usize = 3;
 /// Rounds of the swap-out search after the second stage.
 const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
@@ -163,20 +166,26 @@ pub fn finish(
                 let a = pass(seq);
                 (evaluate(inst, topo, &a).total(), a)
             };
-            let (obj, a) = scored(sequence);
-            let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence
-                .iter()
-                .partition(|j| chosen.contains(j) && !a.placed.contains_key(j));
-            if waiting.is_empty() {
-                return (obj, a, sequence.clone(), i);
+            let (mut obj, mut a) = scored(sequence);
+            let mut sequence = sequence.clone();
+            for round in 0..PROMOTE_ROUNDS {
+                if round > 0 && Instant::now() + greedy_took > swap_until.min(wait_until) {
+                    break;
+                }
+                let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence
+                    .iter()
+                    .partition(|j| chosen.contains(j) && !a.placed.contains_key(j));
+                if waiting.is_empty() {
+                    break;
+                }
+                let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
+                let (obj2, a2) = scored(&promoted);
+                if obj2 <= obj + 1e-9 {
+                    break;
+                }
+                (obj, a, sequence) = (obj2, a2, promoted);
             }
-            let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
-            let (obj2, a2) = scored(&promoted);
-            if obj2 > obj + 1e-9 {
-                (obj2, a2, promoted, i)
-            } else {
-                (obj, a, sequence.clone(), i)
-            }
+            (obj, a, sequence, i)
         })
         .collect();
     tracing::debug!(
