@@ -31,7 +31,7 @@ type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
 
 /// A solve of the aggregated model running on its own thread.
 pub struct Running {
-    answer: mpsc::Receiver<std::thread::Result<crate::Result<Answer>>>,
+    answer: mpsc::Receiver<super::ThreadAnswer<Answer>>,
 }
 
 /// Build and solve the aggregated model on a thread of its own, within `budget` (the model
@@ -103,30 +103,9 @@ pub fn finish(
     let wait = wait_until.saturating_duration_since(Instant::now());
     let waited = Instant::now();
     let ((chosen, victims), status, bound) =
-        match running.answer.recv_timeout(wait) {
-            Ok(Ok(Ok(a))) => a,
-            Ok(Ok(Err(e))) => {
-                return fallback(
-                    Some(format!("aggregated solver failed ({e}); greedy plan used")),
-                    None,
-                    false,
-                )
-            }
-            Ok(Err(_)) => {
-                return fallback(
-                    Some("aggregated solver panicked; greedy plan used".into()),
-                    None,
-                    false,
-                )
-            }
-            Err(_) => return fallback(
-                Some(
-                    "the aggregated solver did not return within the time limit; greedy plan used"
-                        .to_string(),
-                ),
-                None,
-                true,
-            ),
+        match super::await_answer(&running.answer, wait, "aggregated solver") {
+            Ok(a) => a,
+            Err((note, hit)) => return fallback(Some(note), None, hit),
         };
     let hit = status == BackendStatus::LimitWithIncumbent;
     let stage_started = Instant::now();

@@ -191,6 +191,30 @@ const SWAP_SHARE: f64 = 0.45;
 /// Measured rendering cost per (node, pending job) pair, seconds.
 const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
 
+/// What a solver thread sends back: its answer, or the panic that stopped it.
+type ThreadAnswer<T> = std::thread::Result<crate::Result<T>>;
+
+/// Wait up to `wait` for a solver thread's answer; when there is none, the plan's note (naming
+/// the `solver`) and whether the time limit cut it.
+fn await_answer<T>(
+    rx: &mpsc::Receiver<ThreadAnswer<T>>,
+    wait: Duration,
+    solver: &str,
+) -> std::result::Result<T, (String, bool)> {
+    match rx.recv_timeout(wait) {
+        Ok(Ok(Ok(a))) => Ok(a),
+        Ok(Ok(Err(e))) => Err((format!("{solver} failed ({e}); greedy plan used"), false)),
+        Ok(Err(_)) => Err((format!("{solver} panicked; greedy plan used"), false)),
+        Err(_) => Err((
+            format!(
+                "the {solver} did not return within the time limit ({:.2} s); greedy plan used",
+                wait.as_secs_f64()
+            ),
+            true,
+        )),
+    }
+}
+
 /// Solve a round with HiGHS.
 pub fn solve(inst: &Arc<Instance>, topo: &Arc<Topology>, opts: &SolveOptions) -> SolveOutcome {
     solve_with(inst, topo, opts, Arc::new(Highs))
@@ -328,32 +352,9 @@ pub fn solve_with(
             false,
         );
     }
-    let answer = match rx.recv_timeout(budget) {
-        Ok(Ok(Ok(a))) => a,
-        Ok(Ok(Err(e))) => {
-            return fallback(
-                Some(format!("solver failed ({e}); greedy plan used")),
-                None,
-                false,
-            )
-        }
-        Ok(Err(_)) => {
-            return fallback(
-                Some("solver panicked; greedy plan used".into()),
-                None,
-                false,
-            )
-        }
-        Err(_) => {
-            return fallback(
-                Some(format!(
-                    "the solver did not return within the time limit ({:.2} s); greedy plan used",
-                    budget.as_secs_f64()
-                )),
-                None,
-                true,
-            )
-        }
+    let answer = match await_answer(&rx, budget, "solver") {
+        Ok(a) => a,
+        Err((note, hit)) => return fallback(Some(note), None, hit),
     };
     let (decision, result, constant) = answer;
     let bound = result.dual_bound.map(|b| b + constant);
