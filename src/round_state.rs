@@ -321,6 +321,51 @@ impl<'a> RoundState<'a> {
         self.assignment.placed.insert(j, gpus);
     }
 
+    /// Undo the commit of pending job `j`: its GPUs, CPU and memory are free again (GPUs freed
+    /// by a preemption go back to the freed pool). Returns the GPUs it held, `None` when the job
+    /// is not placed.
+    pub fn release(&mut self, j: usize) -> Option<GpuSet> {
+        let gpus = self.assignment.placed.remove(&j)?;
+        let job = &self.inst.pending[j];
+        for (&n, idx) in &gpus {
+            for &g in idx {
+                let gi = g as usize;
+                match job.gpu_milli {
+                    Some(m) => {
+                        self.shared_added[n][gi] -= m;
+                        if self.shared_added[n][gi] == 0 && self.before.gpus[n][gi] == GpuUse::Free
+                        {
+                            self.shared.remove(&(n, g));
+                            self.free[n] += 1;
+                            self.busy[n] -= 1;
+                        }
+                    }
+                    None => {
+                        self.taken[n][gi] = None;
+                        self.busy[n] -= 1;
+                        match self.before.gpus[n][gi] {
+                            GpuUse::Free => self.free[n] += 1,
+                            GpuUse::Whole(k) => {
+                                self.freed[n].push((g, self.inst.running[k].priority))
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            self.reindex(n);
+            let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
+            if let Some(c) = self.cpu_free[n].as_mut() {
+                *c += resource_share(job.cpu_milli, on, job.gpus) as i64;
+            }
+            if let Some(m) = self.mem_free[n].as_mut() {
+                *m += resource_share(job.memory_mib, on, job.gpus) as i64;
+            }
+        }
+        self.held[job.tenant] -= job.gpu_equivalent();
+        Some(gpus)
+    }
+
     /// Turn per-node GPU counts for job `j` into indices (free GPUs first, inside NVLink
     /// islands), or `None` when a node lacks the GPUs.
     pub fn pick_indices(&self, j: usize, counts: &[(NodeIx, u32)]) -> Option<GpuSet> {

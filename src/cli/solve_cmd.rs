@@ -83,6 +83,10 @@ pub fn encode(plan: &Plan, format: Format) -> anyhow::Result<String> {
 /// Run `solve`.
 pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     let started = Instant::now();
+    if std::env::var_os("RUST_LOG").is_some() {
+        // Phase timings of the solve (debug level) on stderr, only when asked for.
+        super::plan_cmd::init_logging(super::plan_cmd::LogFormat::Text);
+    }
     let bad = |m: String| Failure::new(exit::BAD_INPUT, anyhow::anyhow!(m));
     if let Some(t) = a.time_limit {
         if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {

@@ -183,7 +183,15 @@ pub fn greedy_sequence(
     for &j in sequence {
         memo.place(&mut state, topo, j, preempt_margin, &victims);
     }
-    for &k in preempted_first {
+    keep_needed_victims(&mut state, preempted_first);
+    state.assignment
+}
+
+/// Release again the victims among `preempted` whose GPUs no job took, unless their CPU,
+/// memory or their tenant's quota is now needed by the jobs placed.
+pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) {
+    let inst = state.inst;
+    for &k in preempted {
         let r = &inst.running[k];
         let untouched = r.gpus.iter().all(|(n, idx)| {
             idx.iter().all(|&g| {
@@ -209,7 +217,6 @@ pub fn greedy_sequence(
             }
         }
     }
-    state.assignment
 }
 
 /// Pending job indices in a pass's order (ids break ties).

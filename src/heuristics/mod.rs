@@ -23,3 +23,4 @@ pub mod fifo;
 pub mod frag_aware;
 pub mod las;
 pub mod random;
+pub mod relocate;
