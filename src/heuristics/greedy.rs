@@ -465,6 +465,13 @@ pub fn place_job(
     Placed
 }
 
+/// How a domain's placement of a gang ranks: spread penalty (islands aside), nodes, GPUs left
+/// free in the domain, domain index; lowest first.
+type DomainKey = (f64, u32, u32, usize);
+
+/// One GPU: node and index.
+type Gpu = (NodeIx, u32);
+
 /// Where job j would go in this state, or `None`.
 pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<GpuSet> {
     let inst = state.inst;
@@ -526,7 +533,7 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
     let min_units = topo.min_units(inst, job);
     for &level in levels {
         // Key: spread penalty of the node set (islands aside), nodes, GPUs left, domain.
-        let mut best: Option<((f64, u32, u32, usize), Vec<(NodeIx, u32)>)> = None;
+        let mut best: Option<(DomainKey, Vec<(NodeIx, u32)>)> = None;
         // Domains best fit first (a domain leaves reach - gpus GPUs free): once one gives no
         // spread penalty on the fewest nodes possible, no later domain can beat it.
         let reach_here = &reach[level as usize];
@@ -721,7 +728,8 @@ fn place_sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option
     let m = job.gpu_milli.unwrap_or(1000);
     let mask = topo.type_mask(job);
     // A GPU already shared: the one left fullest (least milli left after), in-use nodes first.
-    let mut best: Option<((u32, bool, NodeIx, u32), (NodeIx, u32))> = None;
+    // Key: milli left after, node not in use, node, GPU.
+    let mut best: Option<((u32, bool, NodeIx, u32), Gpu)> = None;
     for &(n, g) in &state.shared {
         if !mask[topo.node_type[n]] || !state.fits_resources(n, job, 1) {
             continue;

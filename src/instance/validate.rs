@@ -573,7 +573,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
                 );
                 None
             }
-            Some(g) if gpus > 0 && gpus as u64 % g != 0 => {
+            Some(g) if gpus > 0 && !(gpus as u64).is_multiple_of(g) => {
                 is.push(
                     format!("{p}.gpus_per_node"),
                     format!("is {g} but gpus is {gpus}; gpus must be a multiple of gpus_per_node"),

@@ -388,7 +388,7 @@ pub fn openb_pods(path: &Path) -> Result<Vec<TraceJob>> {
 
 /// A homogeneous cluster of `gpus` GPUs, `per_node` per node, racks of `nodes_per_rack`.
 pub fn uniform_cluster(gpus: u64, per_node: u64, nodes_per_rack: usize) -> Result<Vec<RawNode>> {
-    if per_node == 0 || per_node > 1024 || gpus == 0 || gpus % per_node != 0 {
+    if per_node == 0 || per_node > 1024 || gpus == 0 || !gpus.is_multiple_of(per_node) {
         return Err(Error::input(
             "--gpus/--gpus-per-node",
             "",

@@ -60,9 +60,27 @@ pub fn start(
                 let constant = agg.model.constant;
                 let model = std::mem::replace(&mut agg.model, crate::model::MipModel::empty());
                 let columns = model.columns();
+                // The model's own objective at its incumbent, for the debug log (where the gap
+                // is: between bound and incumbent, or between incumbent and plan).
+                let objective =
+                    tracing::enabled!(tracing::Level::DEBUG).then(|| model.objective.clone());
+                let started = Instant::now();
                 let answer = backend
                     .solve(model, &[], &settings)
                     .and_then(|r| super::check_columns(r, columns));
+                if let (Some(objective), Ok(r)) = (objective, &answer) {
+                    let values: std::collections::HashMap<good_lp::Variable, f64> = agg
+                        .columns
+                        .iter()
+                        .map(|(&v, &i)| (v, r.columns[i]))
+                        .collect();
+                    tracing::debug!(
+                        seconds = started.elapsed().as_secs_f64(),
+                        incumbent = constant + objective.eval_with(&values),
+                        bound = r.dual_bound.map(|b| b + constant),
+                        "aggregated model solved"
+                    );
+                }
                 answer.map(|r| {
                     (
                         (agg.chosen(&r.columns), agg.victims(&r.columns)),
@@ -76,6 +94,16 @@ pub fn start(
     Ok(Running { answer: rx })
 }
 
+/// The greedy's plan of the round, its objective, and the time it took.
+pub struct GreedyPlan {
+    /// The plan.
+    pub assignment: Assignment,
+    /// Its objective.
+    pub objective: f64,
+    /// Wall time of the greedy portfolio.
+    pub took: Duration,
+}
+
 /// Wait for the aggregated model until `wait_until`, then place the jobs it chose first with
 /// the greedy machinery (when the time the greedy took, halved, still fits), and try leaving
 /// out the most-spread gangs while a greedy pass still fits before `swap_until`; the better of
@@ -87,10 +115,13 @@ pub fn finish(
     opts: &SolveOptions,
     wait_until: Instant,
     swap_until: Instant,
-    greedy_took: Duration,
-    greedy: Assignment,
-    greedy_objective: f64,
+    greedy: GreedyPlan,
 ) -> SolveOutcome {
+    let GreedyPlan {
+        assignment: greedy,
+        objective: greedy_objective,
+        took: greedy_took,
+    } = greedy;
     let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
         assignment: greedy.clone(),
         status: Status::Fallback,
@@ -170,6 +201,8 @@ pub fn finish(
         .collect();
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),
+        by_value_per_gpu = plans[0].0,
+        largest_first = plans.get(1).map(|p| p.0),
         "second-stage passes done"
     );
     // Best first; the earlier sequence on ties.
@@ -216,6 +249,34 @@ pub fn finish(
         objective,
         "relocation done"
     );
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let terms = evaluate(inst, topo, &assignment);
+        let value = |js: &mut dyn Iterator<Item = &usize>| -> f64 {
+            js.map(|&j| crate::objective::job_value(inst, &inst.pending[j]))
+                .sum()
+        };
+        tracing::debug!(
+            chosen = chosen.len(),
+            chosen_value = value(&mut chosen.iter()),
+            victims = victims.len(),
+            victims_cost = victims
+                .iter()
+                .map(|&k| crate::objective::victim_cost(inst, &inst.running[k]))
+                .sum::<f64>(),
+            placed = assignment.placed.len(),
+            chosen_waiting = chosen
+                .iter()
+                .filter(|j| !assignment.placed.contains_key(j))
+                .count(),
+            placed_value = terms.value,
+            preempted = assignment.preempted.len(),
+            preemption = terms.preemption,
+            spread = terms.spread,
+            fairness = terms.fairness,
+            packing = terms.packing,
+            "second stage against the model's choice"
+        );
+    }
     if objective <= greedy_objective + 1e-9 {
         return fallback(
             Some(

@@ -284,9 +284,11 @@ pub fn solve_with(
                 opts,
                 wait_until,
                 round_started + total.mul_f64(SWAP_SHARE),
-                greedy_took,
-                greedy,
-                greedy_objective,
+                aggregated::GreedyPlan {
+                    assignment: greedy,
+                    objective: greedy_objective,
+                    took: greedy_took,
+                },
             )
         }
         Some(Err(e)) => {

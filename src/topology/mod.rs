@@ -63,6 +63,9 @@ pub struct Span {
     pub island_splits: u32,
 }
 
+/// Accepted GPU types and GPUs per node: what a unit's capacity for a job depends on.
+type CapacityKey = (Vec<bool>, Option<u32>);
+
 /// The interconnect graph and the locality indices derived from it.
 #[derive(Debug)]
 pub struct Topology {
@@ -83,7 +86,7 @@ pub struct Topology {
     /// GPU type index of each node.
     pub node_type: Vec<usize>,
     /// Largest unit capacity per (accepted types, GPUs per node), computed on first use.
-    unit_capacity: std::sync::Mutex<BTreeMap<(Vec<bool>, Option<u32>), u32>>,
+    unit_capacity: std::sync::Mutex<BTreeMap<CapacityKey, u32>>,
 }
 
 /// A locality level of [`Topology::domains`].
