@@ -6,7 +6,9 @@ use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::validate::validate;
 use gangplan::plan::{render_plan, validate_plan};
-use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
+use gangplan::solve::{
+    solve, BackendSettings, Formulation, Highs, MipBackend, PlannerKind, SolveOptions,
+};
 use gangplan::topology::Topology;
 use std::sync::Arc;
 
@@ -149,4 +151,38 @@ fn gang_on_more_nodes_pays_the_extra_node_in_the_bound() {
     );
     let gang = agg.assignment.placed.get(&job(&inst, "gang"));
     assert_eq!(gang.map(|g| g.len()), Some(3), "the gang spans three nodes");
+}
+
+/// The same round with victims and whole-slot counts continuous (the linear relaxation; large
+/// rounds keep them continuous): each node's cheap victim frees only part of its slot, and
+/// without a cap per victim the relaxation counts those parts (two nodes, each with 4 GPUs free
+/// and one 2-GPU victim gone, three quarters of a slot each) as a node for the 8-GPU job. With
+/// the caps a slot takes every victim on its node, so the relaxation starts no part of the job.
+#[test]
+fn relaxation_counts_no_part_of_a_slot() {
+    let lib = ModelLibrary::builtin();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("instances/golden/whole-node-victims.yaml");
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let mut relaxed = gangplan::model::aggregate::build(&inst, &topo, false);
+    let model = std::mem::replace(&mut relaxed.model, gangplan::model::MipModel::empty());
+    let settings = BackendSettings {
+        time_limit: 30.0,
+        mip_gap: 1e-6,
+        seed: 1,
+        write_model: None,
+    };
+    let answer = Highs.solve(model, &[], &settings).unwrap();
+    let eight = job(&inst, "eight");
+    let (_, n_c) = relaxed
+        .classes
+        .iter()
+        .find(|(members, _)| members.contains(&eight))
+        .expect("the job has a class");
+    let started = answer.columns[relaxed.columns[n_c]];
+    assert!(
+        started <= 1e-6,
+        "the relaxation starts {started} of the 8-GPU job"
+    );
 }

@@ -410,7 +410,12 @@ struct NodeOffer {
 /// one victim k:       e p_k                                          (exact)
 /// several victims:    s_n <= sum_k (g_k / L) p_k + (r / L) u_n,  0 <= s_n <= e
 ///                     u_n <= sum_k p_k,  u_n <= 1                    (u_n: any victim gone)
+///                     s_n <= e_k + (e - e_k) p_k   for each victim k with e_k < e
 /// ```
+///
+/// (e_k = floor((pot - g_k) / L) - floor(f / L): the extra slots the node reaches with k kept.
+/// The last rows matter where s_n is continuous: without them a node whose victims free half
+/// a slot counts half a slot.)
 ///
 /// s_n is integer (`integer`: the slots are whole, so a victim freeing part of a slot adds
 /// none) or, on large rounds, continuous: a relaxation. Both hold for every real plan and tie
@@ -443,6 +448,13 @@ fn slots_at_level(
                 }
                 credit.add_mul((node.free % level) as f64 / l, u);
                 constraints.push((s_n - credit).leq(0.0));
+                // Without victim k the node reaches at most e_k extra slots.
+                for &(g, v) in &node.victims {
+                    let e_k = (pot - g) / level - node.free / level;
+                    if e_k < extra {
+                        constraints.push((s_n - (extra - e_k) as f64 * v).leq(e_k as f64));
+                    }
+                }
                 freed += s_n;
             }
             None => {
