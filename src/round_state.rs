@@ -58,14 +58,8 @@ impl<'a> RoundState<'a> {
         let free = (0..inst.nodes.len())
             .map(|n| before.free_count(n))
             .collect();
-        let busy = before
-            .gpus
-            .iter()
-            .map(|gs| {
-                gs.iter()
-                    .filter(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }))
-                    .count() as u32
-            })
+        let busy = (0..inst.nodes.len())
+            .map(|n| before.node_busy_count(n))
             .collect();
         let shared = before
             .gpus

@@ -115,6 +115,14 @@ impl ClusterState {
         self.gpus[n].iter().filter(|u| **u == GpuUse::Free).count() as u32
     }
 
+    /// Number of GPUs of node n held by running work, whole or shared.
+    pub fn node_busy_count(&self, n: NodeIx) -> u32 {
+        self.gpus[n]
+            .iter()
+            .filter(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }))
+            .count() as u32
+    }
+
     /// Whether node n has nothing running on it (every usable GPU free).
     pub fn is_empty_node(&self, n: NodeIx) -> bool {
         self.gpus[n]
@@ -124,11 +132,7 @@ impl ClusterState {
 
     /// Busy GPUs (held whole or shared).
     pub fn busy_count(&self) -> u32 {
-        self.gpus
-            .iter()
-            .flatten()
-            .filter(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }))
-            .count() as u32
+        (0..self.gpus.len()).map(|n| self.node_busy_count(n)).sum()
     }
 
     /// Whether node n has room for `cpu` and `mem` more.

@@ -2,27 +2,16 @@
 //! validator; the MIP never returns a worse objective than greedy; the same input gives the
 //! same plan.
 
-use gangplan::gen::{generate, GenParams};
+mod common;
+
+use common::small_round;
+use gangplan::gen::generate;
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::validate::validate;
 use gangplan::plan::{validate_plan, Plan};
 use gangplan::round::plan_round;
 use gangplan::solve::PlannerKind;
 use proptest::prelude::*;
-
-fn params(nodes: usize, pending: usize, seed: u64, busy: f64, sharers: f64) -> GenParams {
-    GenParams {
-        nodes,
-        pending,
-        seed,
-        busy,
-        sharers,
-        nodes_per_rack: 4,
-        racks_per_pod: 2,
-        time_limit: 5.0,
-        ..Default::default()
-    }
-}
 
 fn without_timing(mut p: Plan) -> Plan {
     p.solver.seconds = 0.0;
@@ -37,7 +26,7 @@ proptest! {
         nodes in 2usize..14, pending in 1usize..30, seed in 0u64..10_000, busy in 0.0f64..0.9, sharers in 0.0f64..0.3,
     ) {
         let lib = ModelLibrary::builtin();
-        let inst = validate(&generate(&params(nodes, pending, seed, busy, sharers)), &lib).expect("generated instances are valid");
+        let inst = validate(&generate(&small_round(nodes, pending, seed, busy, sharers)), &lib).expect("generated instances are valid");
         let greedy = plan_round(inst.clone(), PlannerKind::Greedy, None).expect("greedy plan is valid");
         validate_plan(&inst, &greedy).expect("greedy plan passes the validator");
         let ilp = plan_round(inst.clone(), PlannerKind::Ilp, None).expect("ilp plan is valid");
@@ -53,7 +42,7 @@ proptest! {
     #[test]
     fn same_input_same_plan(nodes in 2usize..10, pending in 1usize..20, seed in 0u64..10_000) {
         let lib = ModelLibrary::builtin();
-        let inst = validate(&generate(&params(nodes, pending, seed, 0.5, 0.1)), &lib).unwrap();
+        let inst = validate(&generate(&small_round(nodes, pending, seed, 0.5, 0.1)), &lib).unwrap();
         for kind in [PlannerKind::Greedy, PlannerKind::Ilp] {
             let a = without_timing(plan_round(inst.clone(), kind, None).unwrap());
             let b = without_timing(plan_round(inst.clone(), kind, None).unwrap());
@@ -68,11 +57,11 @@ proptest! {
 
 #[test]
 fn generator_is_deterministic() {
-    let p = params(20, 40, 7, 0.6, 0.1);
+    let p = small_round(20, 40, 7, 0.6, 0.1);
     assert_eq!(generate(&p), generate(&p));
     assert_ne!(
         generate(&p),
-        generate(&GenParams {
+        generate(&gangplan::gen::GenParams {
             seed: 8,
             ..p.clone()
         })

@@ -1,9 +1,12 @@
 //! Relocation moves on finished plans: a split gang moves whole onto a node whose jobs fit in
-//! the pieces it leaves; a waiting job takes the place of a job that fits elsewhere; no move
-//! ever lowers the objective or breaks a plan; releasing a job undoes its commit exactly.
+//! the pieces it leaves; a waiting job takes the place of a cheaper one; no move ever lowers
+//! the objective or breaks a plan; releasing a job undoes its commit exactly.
 
+mod common;
+
+use common::small_round;
 use gangplan::assignment::{Assignment, GpuSet};
-use gangplan::gen::{generate, GenParams};
+use gangplan::gen::generate;
 use gangplan::hardware::ModelLibrary;
 use gangplan::heuristics::greedy::portfolio;
 use gangplan::heuristics::relocate::relocate;
@@ -137,20 +140,6 @@ pending:
     assert!(evaluate(&inst, &topo, &after).total() > before);
 }
 
-fn params(nodes: usize, pending: usize, seed: u64, busy: f64, sharers: f64) -> GenParams {
-    GenParams {
-        nodes,
-        pending,
-        seed,
-        busy,
-        sharers,
-        nodes_per_rack: 4,
-        racks_per_pod: 2,
-        time_limit: 5.0,
-        ..Default::default()
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -162,7 +151,7 @@ proptest! {
         sharers in 0.0f64..0.3,
     ) {
         let lib = ModelLibrary::builtin();
-        let inst = validate(&generate(&params(nodes, pending, seed, busy, sharers)), &lib).unwrap();
+        let inst = validate(&generate(&small_round(nodes, pending, seed, busy, sharers)), &lib).unwrap();
         let topo = Topology::new(&inst);
         let plan = portfolio(&inst, &topo, None);
         let all: Vec<usize> = (0..inst.pending.len()).collect();
@@ -180,7 +169,7 @@ proptest! {
         sharers in 0.0f64..0.3,
     ) {
         let lib = ModelLibrary::builtin();
-        let inst = validate(&generate(&params(nodes, pending, seed, busy, sharers)), &lib).unwrap();
+        let inst = validate(&generate(&small_round(nodes, pending, seed, busy, sharers)), &lib).unwrap();
         let topo = Topology::new(&inst);
         let plan = portfolio(&inst, &topo, None);
         let before = ClusterState::new(&inst);

@@ -23,7 +23,7 @@ use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx};
 use crate::objective::{fair_shares, job_spread, job_value, value_per_gpu};
 use crate::round_state::RoundState;
-use crate::state::{ClusterState, GpuUse};
+use crate::state::ClusterState;
 use crate::topology::Topology;
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -52,14 +52,8 @@ pub fn relocate(
     let mut search = Search {
         topo,
         fair: fair_shares(inst),
-        busy_before: before
-            .gpus
-            .iter()
-            .map(|gs| {
-                gs.iter()
-                    .filter(|u| matches!(u, GpuUse::Whole(_) | GpuUse::Shared { .. }))
-                    .count() as u32
-            })
+        busy_before: (0..inst.nodes.len())
+            .map(|n| before.node_busy_count(n))
             .collect(),
         widest: (0..topo.type_names.len())
             .map(|t| {
