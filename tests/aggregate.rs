@@ -186,3 +186,15 @@ fn relaxation_counts_no_part_of_a_slot() {
         "the relaxation starts {started} of the 8-GPU job"
     );
 }
+
+/// Three empty nodes of 6, 8 and 8 usable GPUs, filled exactly by jobs of 6, 8 and 8: the
+/// packing floor must count the opened nodes' GPUs from the smallest node up (6 + 8 + 8), not
+/// at the smallest size each (3 x 6), for the bound to prove the plan optimal.
+#[test]
+fn packing_floor_counts_opened_nodes_by_size() {
+    let (_, agg) = aggregated_bound_proves_optimal(
+        "opened-node-sizes",
+        "the packing floor counts every opened node at the smallest node's size",
+    );
+    assert_eq!(agg.assignment.placed.len(), 3);
+}
