@@ -5,7 +5,7 @@
 //! [`crate::instance::Weights`].
 
 use crate::assignment::Assignment;
-use crate::instance::{Instance, PendingJob, RunningJob};
+use crate::instance::{Instance, PendingJob, RunningJob, Weights};
 use crate::state::GpuUse;
 use crate::topology::{spread_penalty, Topology};
 
@@ -159,16 +159,34 @@ pub fn evaluate(inst: &Instance, topo: &Topology, a: &Assignment) -> ObjectiveTe
     for &k in &a.preempted {
         t.preemption += victim_cost(inst, &inst.running[k]);
     }
-    let fair = fair_shares(inst);
-    let held = held_after(inst, a);
-    t.fairness = w.fairness
-        * fair
-            .iter()
-            .zip(&held)
-            .map(|(f, h)| (f - h).max(0.0))
-            .sum::<f64>();
+    t.fairness = fairness_penalty(w, &fair_shares(inst), &held_after(inst, a));
     t.packing = packing_penalty(inst, a);
     t
+}
+
+/// Fairness penalty: `fairness` per GPU each tenant holds below its fair share (`fair` and
+/// `held` per tenant).
+pub fn fairness_penalty(w: &Weights, fair: &[f64], held: &[f64]) -> f64 {
+    w.fairness
+        * fair
+            .iter()
+            .zip(held)
+            .map(|(f, h)| (f - h).max(0.0))
+            .sum::<f64>()
+}
+
+/// Packing penalty of one node with `usable` GPUs, `busy_before` of them busy before the round
+/// and `busy_after` after: `open_node` if it was empty and is used, `strand` per free usable
+/// GPU if it is in use before or after.
+pub fn node_packing(w: &Weights, usable: u32, busy_before: u32, busy_after: u32) -> f64 {
+    let mut penalty = 0.0;
+    if busy_before == 0 && busy_after > 0 {
+        penalty += w.open_node;
+    }
+    if busy_before > 0 || busy_after > 0 {
+        penalty += w.strand * usable.saturating_sub(busy_after) as f64;
+    }
+    penalty
 }
 
 /// Open-node and stranding penalty: `open_node` per node empty before and used after, plus
@@ -207,12 +225,7 @@ pub fn packing_penalty(inst: &Instance, a: &Assignment) -> f64 {
             busy_before += b as u32;
             busy_after += (kept || taken[n][g]) as u32;
         }
-        if busy_before == 0 && busy_after > 0 {
-            penalty += w.open_node;
-        }
-        if busy_before > 0 || busy_after > 0 {
-            penalty += w.strand * (usable - busy_after) as f64;
-        }
+        penalty += node_packing(w, usable, busy_before, busy_after);
     }
     penalty
 }

@@ -140,6 +140,22 @@ pending:
     assert!(evaluate(&inst, &topo, &after).total() > before);
 }
 
+/// A random small round, its topology and the greedy's plan of it.
+fn greedy_round(
+    nodes: usize,
+    pending: usize,
+    seed: u64,
+    busy: f64,
+    sharers: f64,
+) -> (Instance, Topology, Assignment) {
+    let lib = ModelLibrary::builtin();
+    let params = small_round(nodes, pending, seed, busy, sharers);
+    let inst = validate(&generate(&params), &lib).unwrap();
+    let topo = Topology::new(&inst);
+    let plan = portfolio(&inst, &topo, None);
+    (inst, topo, plan)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -150,10 +166,7 @@ proptest! {
         nodes in 2usize..24, pending in 1usize..60, seed in 0u64..10_000, busy in 0.0f64..0.9,
         sharers in 0.0f64..0.3,
     ) {
-        let lib = ModelLibrary::builtin();
-        let inst = validate(&generate(&small_round(nodes, pending, seed, busy, sharers)), &lib).unwrap();
-        let topo = Topology::new(&inst);
-        let plan = portfolio(&inst, &topo, None);
+        let (inst, topo, plan) = greedy_round(nodes, pending, seed, busy, sharers);
         let all: Vec<usize> = (0..inst.pending.len()).collect();
         let after = relocate(&inst, &topo, &plan, &all, later());
         let (b, a) = (evaluate(&inst, &topo, &plan).total(), evaluate(&inst, &topo, &after).total());
@@ -168,10 +181,7 @@ proptest! {
         nodes in 2usize..16, pending in 1usize..40, seed in 0u64..10_000, busy in 0.0f64..0.9,
         sharers in 0.0f64..0.3,
     ) {
-        let lib = ModelLibrary::builtin();
-        let inst = validate(&generate(&small_round(nodes, pending, seed, busy, sharers)), &lib).unwrap();
-        let topo = Topology::new(&inst);
-        let plan = portfolio(&inst, &topo, None);
+        let (inst, _, plan) = greedy_round(nodes, pending, seed, busy, sharers);
         let before = ClusterState::new(&inst);
         let mut state = RoundState::new(&inst, &before);
         for &k in &plan.preempted {

@@ -21,7 +21,9 @@
 use super::greedy::{find_placement, keep_needed_victims};
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx};
-use crate::objective::{fair_shares, job_spread, job_value, value_per_gpu};
+use crate::objective::{
+    fair_shares, fairness_penalty, job_spread, job_value, node_packing, value_per_gpu,
+};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -326,30 +328,15 @@ impl Search<'_, '_> {
         let state = &self.state;
         let inst = state.inst;
         let w = &inst.policy.weights;
-        let mut s = 0.0;
+        let mut s = -fairness_penalty(w, &self.fair, &state.held);
         for &x in jobs {
             if let Some(gpus) = state.assignment.placed.get(&x) {
-                let job = &inst.pending[x];
-                s += job_value(inst, job) - job_spread(inst, self.topo, job, gpus);
+                s += self.value[x] - job_spread(inst, self.topo, &inst.pending[x], gpus);
             }
         }
-        s -= w.fairness
-            * self
-                .fair
-                .iter()
-                .zip(&state.held)
-                .map(|(f, h)| (f - h).max(0.0))
-                .sum::<f64>();
         for &n in nodes {
-            let node = &inst.nodes[n];
-            let usable = node.down.iter().filter(|d| !**d).count() as u32;
-            let after = state.busy[n];
-            if self.busy_before[n] == 0 && after > 0 {
-                s -= w.open_node;
-            }
-            if self.busy_before[n] > 0 || after > 0 {
-                s -= w.strand * usable.saturating_sub(after) as f64;
-            }
+            let usable = inst.nodes[n].down.iter().filter(|d| !**d).count() as u32;
+            s -= node_packing(w, usable, self.busy_before[n], state.busy[n]);
         }
         s
     }

@@ -19,8 +19,9 @@
 //!
 //! h_c = g_c for whole-GPU classes and 1 per sharer (a sharer takes at most one free GPU), so
 //! the stranded count is never overstated and the floor stays below every plan's penalty.
-//! (Counting every opened node at u_t^min instead left 8 of the 8-GPU nodes' GPUs uncounted
-//! per node with two GPUs down: about 15 of the 10k bench round's 48-point gap.)
+//! (Counting every opened node at u_t^min instead, 6 on a type where one empty 8-GPU node has
+//! two GPUs down, left 2 GPUs of every other opened node uncounted: about 15 points of the 10k
+//! bench round's 48-point gap.)
 
 use crate::instance::Instance;
 use crate::state::{ClusterState, GpuUse};
