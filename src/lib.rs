@@ -54,5 +54,6 @@ pub mod sim;
 pub mod solve;
 pub mod state;
 pub mod topology;
+pub mod units;
 
 pub use error::{Error, Result};

@@ -741,22 +741,28 @@ pending:
 }
 
 /// An NVLink domain may span racks; a gang that must stay in one rack is then not placed over
-/// the whole domain.
+/// the whole domain. The gang fits in one rack only over two nodes (n0 and n2, 4 GPUs each),
+/// while n0 and n1 share the domain across racks and have 11 GPUs free between them.
 #[test]
 fn regression_nvlink_domain_across_racks() {
     let yaml = "
 nodes:
-  - {name: n0, gpus: 8, down: [0], nvlink_domain: d1}
+  - {name: n0, gpus: 8, down: [0, 1, 2, 3], nvlink_domain: d1}
   - {name: n1, gpus: 8, rack: r1, pod: p1, nvlink_domain: d1}
+  - {name: n2, gpus: 4}
 running:
   - {id: r0, priority: -2, gpus: {n1: [0]}}
 pending:
   - {id: j0, gpus: 8, priority: -1, within: rack}
 ";
     for plan in plans_with_both(yaml) {
-        for p in &plan.placements {
-            assert_eq!(p.gpus.len(), 1, "{p:?} spans two racks");
-        }
+        let j0 = plan
+            .placements
+            .iter()
+            .find(|p| p.job == "j0")
+            .unwrap_or_else(|| panic!("j0 fits in one rack over n0 and n2 but waits: {plan:?}"));
+        let nodes: Vec<&String> = j0.gpus.keys().collect();
+        assert_eq!(nodes, ["n0", "n2"], "{j0:?} must sit in n0's rack, off n1");
     }
 }
 

@@ -72,6 +72,13 @@ pub struct Node {
     pub model: Option<String>,
 }
 
+impl Node {
+    /// GPUs in service (not `down`).
+    pub fn usable(&self) -> u32 {
+        self.down.iter().filter(|d| !**d).count() as u32
+    }
+}
+
 /// A tenant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tenant {
