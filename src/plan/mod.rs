@@ -1,6 +1,7 @@
 //! The plan (SPEC.md "Plan"): its types, the independent validator, the reasons given for
 //! pending jobs and the rendering of an [`crate::assignment::Assignment`] into a plan.
 
+pub mod output;
 pub mod reasons;
 pub mod render;
 pub mod types;

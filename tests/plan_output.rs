@@ -1,0 +1,83 @@
+//! Plans as people and programs read them: the table (a snapshot of the example round, checked
+//! by hand), JSON with GPU lists on one line and no floating-point noise, YAML, and the round
+//! line.
+
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::{load_instance_file, Instance};
+use gangplan::plan::output::{round_line, to_json, to_table, to_yaml};
+use gangplan::plan::Plan;
+use gangplan::round::plan_round;
+use gangplan::solve::PlannerKind;
+use std::path::Path;
+
+fn quickstart() -> Instance {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/quickstart.yaml");
+    load_instance_file(&path, &ModelLibrary::builtin()).unwrap()
+}
+
+/// The example round planned by the MIP, with the wall seconds zeroed (they vary by run).
+fn planned() -> (Instance, Plan) {
+    let inst = quickstart();
+    let mut plan = plan_round(inst.clone(), PlannerKind::Ilp, None).unwrap();
+    plan.solver.seconds = 0.0;
+    (inst, plan)
+}
+
+#[test]
+fn the_example_round_as_a_table() {
+    let (inst, plan) = planned();
+    insta::assert_snapshot!(to_table(&inst, &plan));
+}
+
+#[test]
+fn table_rows_name_nodes_ranges_and_states() {
+    let (inst, plan) = planned();
+    let table = to_table(&inst, &plan);
+    let row = |job: &str| {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(job))
+            .unwrap_or_else(|| panic!("no row for {job}:\n{table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("llm-sft")[..5], ["llm-sft", "prod", "16", "h2:0-7", "h4:0-7"]);
+    assert_eq!(row("llm-sft")[5], "start");
+    assert_eq!(row("finetune-2")[..5], ["finetune-2", "research", "4", "h2:0-3", "preempt"]);
+    assert_eq!(row("giant")[..5], ["giant", "research", "64", "-", "pending"]);
+    assert_eq!(row("notebook-5")[2], "1x250m");
+    assert_eq!(row("etl")[3], "h1", "a CPU-only job names its node alone");
+    let last = table.lines().last().unwrap();
+    assert!(last.starts_with("round: 8 placed, 1 pending, 1 preempted; GPUs busy 15 -> 45 of 56 (1 down)"), "{last}");
+}
+
+#[test]
+fn json_lists_gpus_on_one_line_and_rounds_noise() {
+    let (_, mut plan) = planned();
+    plan.solver.bound = Some(42.78000000000001);
+    plan.solver.gap = Some(-0.0);
+    let json = to_json(&plan);
+    assert!(json.contains("\"h2\": [0, 1, 2, 3, 4, 5, 6, 7]"), "{json}");
+    assert!(json.contains("\"bound\": 42.78,"), "{json}");
+    assert!(!json.contains("-0.0"), "{json}");
+    let back: Plan = serde_json::from_str(&json).expect("the JSON reads back as a plan");
+    assert_eq!(back.placements, plan.placements);
+    let first_keys: Vec<&str> = json.lines().skip(1).take(3).map(|l| l.trim()).collect();
+    assert!(first_keys[0].starts_with("\"format\""), "SPEC order kept: {first_keys:?}");
+    let yaml = to_yaml(&plan);
+    let back: Plan = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(back.solver.bound, Some(42.78));
+}
+
+#[test]
+fn a_bound_never_rounds_below_the_objective_and_a_gap_is_never_negative() {
+    let (_, mut plan) = planned();
+    plan.solver.objective = 12.54;
+    plan.solver.bound = Some(12.539999999999997);
+    plan.solver.gap = Some(-2.4e-16);
+    let line = round_line(&plan);
+    assert!(line.contains("objective 12.54, bound 12.54, gap 0.00%"), "{line}");
+    let back: Plan = serde_json::from_str(&to_json(&plan)).unwrap();
+    assert!(back.solver.bound.unwrap() >= back.solver.objective);
+    assert_eq!(back.solver.gap, Some(0.0));
+}
