@@ -130,7 +130,19 @@ pub fn json<T: serde::Serialize>(v: &T) -> Result<String, Failure> {
 fn explanation_text(e: &Explanation) -> String {
     let mut s = String::new();
     if e.started {
-        let _ = writeln!(s, "{}: starts this round", e.job);
+        let on: Vec<String> = e
+            .placed_on
+            .iter()
+            .flatten()
+            .map(|(node, idx)| {
+                if idx.is_empty() {
+                    node.clone()
+                } else {
+                    format!("{node}:{}", gangplan::plan::output::index_ranges(idx))
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}: starts this round on {}", e.job, on.join(" "));
         return s;
     }
     let _ = writeln!(

@@ -8,71 +8,20 @@
 //! - [`whatif::whatif`]: apply changes to an instance (add or drain nodes, quotas, weights),
 //!   re-plan, and report what changed.
 
+pub mod hardware;
 pub mod prices;
 pub mod relax;
+pub mod round;
 pub mod whatif;
 
-use crate::assignment::Assignment;
+pub use round::Round;
+
 use crate::error::{Error, Result};
 use crate::hardware::ModelLibrary;
 use crate::instance::raw::RawInstance;
-use crate::instance::validate::validate;
-use crate::instance::Instance;
-use crate::plan::reasons::{reason, AfterRound, Reason};
-use crate::solve::{solve, PlannerKind, SolveOptions, SolveOutcome};
-use crate::state::ClusterState;
-use crate::topology::Topology;
+use crate::plan::reasons::{reason, Reason};
 use relax::{relax_alternatives, Relaxation};
 use serde::Serialize;
-use std::sync::Arc;
-
-/// One solved round with everything the explanations need.
-pub struct Round {
-    /// The instance.
-    pub inst: Arc<Instance>,
-    /// Its topology.
-    pub topo: Arc<Topology>,
-    /// The solve.
-    pub outcome: SolveOutcome,
-}
-
-impl Round {
-    /// Validate a raw instance and plan it (greedy then MIP, under the policy's time limit).
-    pub fn plan(raw: &RawInstance, lib: &ModelLibrary, source: &str) -> Result<Round> {
-        let inst = validate(raw, lib).map_err(|issues| Error::Input {
-            source_name: source.to_string(),
-            issues,
-        })?;
-        Ok(Round::plan_instance(inst))
-    }
-
-    /// Plan a validated instance.
-    pub fn plan_instance(inst: Instance) -> Round {
-        let opts = SolveOptions::from_policy(&inst, PlannerKind::Ilp);
-        let inst = Arc::new(inst);
-        let topo = Arc::new(Topology::new(&inst));
-        let outcome = solve(&inst, &topo, &opts);
-        Round {
-            inst,
-            topo,
-            outcome,
-        }
-    }
-
-    /// The assignment.
-    pub fn assignment(&self) -> &Assignment {
-        &self.outcome.assignment
-    }
-
-    /// What the round leaves behind.
-    pub fn after(&self) -> AfterRound {
-        AfterRound::new(
-            &self.inst,
-            &ClusterState::new(&self.inst),
-            &self.outcome.assignment,
-        )
-    }
-}
 
 /// Whether a relaxation's changes, written into the instance, make the planner start the job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,6 +58,9 @@ pub struct Explanation {
     pub job: String,
     /// Whether the plan starts it.
     pub started: bool,
+    /// Where it starts: GPU indices per node (absent when it waits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placed_on: Option<std::collections::BTreeMap<String, Vec<u32>>>,
     /// The reason it waits (absent when it starts).
     pub reason: Option<String>,
     /// `unschedulable` or `unresolvable` (absent when it starts).
@@ -152,10 +104,15 @@ pub fn explain_job(
         };
         return Err(Error::input(source, "", msg));
     };
-    if round.assignment().placed.contains_key(&j) {
+    if let Some(gpus) = round.assignment().placed.get(&j) {
         return Ok(Explanation {
             job: job_id.to_string(),
             started: true,
+            placed_on: Some(
+                gpus.iter()
+                    .map(|(&n, idx)| (inst.nodes[n].name.clone(), idx.clone()))
+                    .collect(),
+            ),
             reason: None,
             kind: None,
             binding: None,
@@ -169,6 +126,16 @@ pub fn explain_job(
         relax_alternatives(inst, round.assignment(), &after, j, max_options)?;
     let mut options = Vec::new();
     for relaxation in relaxations {
+        let job = &inst.pending[j];
+        if let Some((relaxation, verification)) =
+            hardware::in_whole_nodes(raw, lib, source, job, &relaxation, verify)?
+        {
+            options.push(Fix {
+                relaxation,
+                verification,
+            });
+            continue;
+        }
         let verification = if verify {
             verify_relaxation(raw, lib, source, job_id, &relaxation)?
         } else {
@@ -194,6 +161,7 @@ pub fn explain_job(
     Ok(Explanation {
         job: job_id.to_string(),
         started: false,
+        placed_on: None,
         reason: Some(r.text.clone()),
         kind: Some(r.kind().to_string()),
         binding: Some(r.binding.as_str().to_string()),

@@ -112,6 +112,20 @@ pub enum Change {
         /// GPUs added.
         gpus: u32,
     },
+    /// Whole nodes of a shipped hardware model added to a rack (the [`Change::AddGpus`] of a
+    /// relaxation in real units, see [`super::hardware`]).
+    AddNodes {
+        /// Hardware model.
+        model: String,
+        /// GPUs of each such node.
+        gpus_each: u32,
+        /// Their GPU type.
+        gpu_type: String,
+        /// Nodes added.
+        count: u32,
+        /// The rack they join (empty: the nodes without a rack).
+        rack: String,
+    },
     /// The job may span more racks or pods (`within`).
     SpanDomains {
         /// rack or pod.
@@ -136,7 +150,7 @@ impl Change {
             Change::Stop { .. } => Family::Stop,
             Change::HoldBack { .. } => Family::HoldBack,
             Change::Quota { .. } => Family::Quota,
-            Change::AddGpus { .. } => Family::Hardware,
+            Change::AddGpus { .. } | Change::AddNodes { .. } => Family::Hardware,
             Change::SpanDomains { .. } | Change::MoreNodes { .. } => Family::Locality,
         }
     }
@@ -145,7 +159,7 @@ impl Change {
     pub fn text(&self) -> String {
         let on = |g: &BTreeMap<String, u32>| {
             g.iter()
-                .map(|(n, k)| format!("{k} GPUs on {n}"))
+                .map(|(n, k)| format!("{} on {n}", crate::plan::output::gpus_phrase(*k)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -175,6 +189,24 @@ impl Change {
                 } else {
                     format!("{gpus} more free GPUs in rack {rack} (on {node})")
                 }
+            }
+            Change::AddNodes {
+                model,
+                gpus_each,
+                gpu_type,
+                count,
+                rack,
+            } => {
+                let nodes = if *count == 1 { "node" } else { "nodes" };
+                let each = if *count == 1 { "" } else { " each" };
+                let place = if rack.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in rack {rack}")
+                };
+                format!(
+                    "{count} more {model} {nodes} ({gpus_each} {gpu_type} GPUs{each}){place} (new hardware)"
+                )
             }
             Change::SpanDomains { level, count } => {
                 format!("the job may span {count} {level}s (within: {level} relaxed)")
@@ -559,11 +591,12 @@ pub fn relax(
 }
 
 /// "starts if ...": the changes in words, added GPUs summed per rack.
-fn summary(changes: &[Change]) -> String {
+pub fn summary(changes: &[Change]) -> String {
     if changes.is_empty() {
         return "fits without any change".to_string();
     }
     let mut parts: Vec<String> = Vec::new();
+    let mut hardware: Vec<String> = Vec::new();
     let mut per_rack: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
     for c in changes {
         match c {
@@ -572,10 +605,12 @@ fn summary(changes: &[Change]) -> String {
                 e.0 += gpus;
                 e.1.push(format!("{gpus} on {node}"));
             }
+            Change::AddNodes { .. } => hardware.push(c.text()),
             _ => parts.push(c.text()),
         }
     }
     let only_hardware = parts.is_empty();
+    parts.extend(hardware);
     for (rack, (gpus, on)) in per_rack {
         let place = if rack.is_empty() {
             String::new()
@@ -613,7 +648,7 @@ pub fn apply(raw: &RawInstance, job_id: &str, rel: &Relaxation) -> Option<RawIns
                     t.quota = Some(*to as u64);
                 }
             }
-            Change::AddGpus { .. } => return None,
+            Change::AddGpus { .. } | Change::AddNodes { .. } => return None,
             Change::SpanDomains { level, .. } => {
                 if let Some(p) = raw.pending.iter_mut().find(|p| p.id == job_id) {
                     p.within = (level == "rack").then(|| "pod".to_string());

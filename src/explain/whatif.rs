@@ -10,7 +10,7 @@
 //! - `quota TENANT=N`: set the tenant's quota;
 //! - `weight TENANT=W`: set the tenant's fair-share weight.
 
-use super::Round;
+use super::round::Round;
 use crate::error::{Error, Result};
 use crate::hardware::ModelLibrary;
 use crate::instance::raw::{RawInstance, RawNode, RawTenant};

@@ -1,6 +1,7 @@
 //! Assignment -> plan: names instead of indices, a reason for every pending job and every
 //! preemption, metrics.
 
+use super::output::gpus_phrase;
 use super::reasons::{reason, AfterRound};
 use super::types::*;
 use crate::assignment::Assignment;
@@ -42,7 +43,7 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
             let where_: Vec<String> = r
                 .gpus
                 .iter()
-                .map(|(n, idx)| format!("{} GPUs on {}", idx.len(), inst.nodes[*n].name))
+                .map(|(n, idx)| format!("{} on {}", gpus_phrase(idx.len() as u32), inst.nodes[*n].name))
                 .collect();
             let reason = if takers.is_empty() {
                 format!("frees {} for higher-priority work", where_.join(", "))
