@@ -531,7 +531,11 @@ mod tests {
                     .fits_resources(n, job, 0)
                     .then(|| GpuSet::from([(n, Vec::new())])),
                 Some(m) => (0..state.inst.nodes[n].gpus)
-                    .find(|&g| state.shareable_milli(n, g, job.priority).is_some_and(|f| f >= m))
+                    .find(|&g| {
+                        state
+                            .shareable_milli(n, g, job.priority)
+                            .is_some_and(|f| f >= m)
+                    })
                     .filter(|_| state.fits_resources(n, job, 1))
                     .map(|g| GpuSet::from([(n, vec![g])])),
                 None => (state.avail_count(n, job.priority) >= job.gpus
@@ -598,7 +602,10 @@ mod tests {
             let changed = format!("{:?}", *tx) != reference;
             drop(tx);
             assert_eq!(format!("{state:?}"), reference, "seed {seed}");
-            assert!(changed || inst.pending.is_empty(), "seed {seed}: the churn changed nothing");
+            assert!(
+                changed || inst.pending.is_empty(),
+                "seed {seed}: the churn changed nothing"
+            );
         }
     }
 
@@ -631,7 +638,9 @@ mod tests {
         let taker = (0..inst.pending.len()).find_map(|j| {
             let set = one_node(&tx, j)?;
             let r = &inst.running[k];
-            set.keys().any(|n| r.gpus.iter().any(|(m, _)| m == n)).then_some((j, set))
+            set.keys()
+                .any(|n| r.gpus.iter().any(|(m, _)| m == n))
+                .then_some((j, set))
         });
         if let Some((j, set)) = taker {
             tx.commit(j, set);

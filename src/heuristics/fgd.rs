@@ -57,9 +57,12 @@ impl Planner for Fgd {
         let before = ClusterState::new(inst);
         let mut state = RoundState::new(inst, &before);
         for j in 0..inst.pending.len() {
-            place_with(&mut state, topo, j, &mut |s: &RoundState, opts: &[NodeOption]| {
-                least_growth(s, j, opts, dist)
-            });
+            place_with(
+                &mut state,
+                topo,
+                j,
+                &mut |s: &RoundState, opts: &[NodeOption]| least_growth(s, j, opts, dist),
+            );
         }
         state.assignment
     }
@@ -68,7 +71,12 @@ impl Planner for Fgd {
 /// The option of pending job j whose node's fragmentation grows least, lowest node index on
 /// ties. A sharer's GPUs of one node with the same free capacity are interchangeable: the
 /// first of them stands for all.
-fn least_growth(state: &RoundState, j: usize, opts: &[NodeOption], dist: &TaskDist) -> Option<usize> {
+fn least_growth(
+    state: &RoundState,
+    j: usize,
+    opts: &[NodeOption],
+    dist: &TaskDist,
+) -> Option<usize> {
     let job = &state.inst.pending[j];
     let take = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
     let mut best: Option<(f64, NodeIx, usize)> = None;
@@ -86,7 +94,11 @@ fn least_growth(state: &RoundState, j: usize, opts: &[NodeOption], dist: &TaskDi
             seen.push((o.node, lvl));
         }
         levels.clear();
-        levels.extend(o.gpus.iter().map(|&g| gpu_free_milli(state, o.node, g, job.priority)));
+        levels.extend(
+            o.gpus
+                .iter()
+                .map(|&g| gpu_free_milli(state, o.node, g, job.priority)),
+        );
         let before = node_free(state, o.node, job.priority);
         let delta = growth(dist, &before, &levels, take, job.cpu_milli, job.memory_mib);
         if best.is_none_or(|(b, bn, _)| {

@@ -202,7 +202,8 @@ pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) {
         let mut release = state.transaction();
         release.unpreempt(k);
         let fits = r.gpus.iter().all(|(n, _)| {
-            release.cpu_free[*n].is_none_or(|c| c >= 0) && release.mem_free[*n].is_none_or(|m| m >= 0)
+            release.cpu_free[*n].is_none_or(|c| c >= 0)
+                && release.mem_free[*n].is_none_or(|m| m >= 0)
         });
         let quota_ok = inst.tenants[r.tenant]
             .quota

@@ -318,7 +318,12 @@ impl Search<'_> {
             }
         }
         for &n in nodes {
-            s -= node_packing(w, inst.nodes[n].usable(), self.busy_before[n], state.busy[n]);
+            s -= node_packing(
+                w,
+                inst.nodes[n].usable(),
+                self.busy_before[n],
+                state.busy[n],
+            );
         }
         s
     }

@@ -23,9 +23,7 @@ use crate::units::{MILLI_PER_GPU, TOLERANCE};
 fn offer<K: Ord + Copy, V>(best: &mut Option<(f64, K, V)>, delta: f64, key: K, v: V) {
     let better = match best {
         None => true,
-        Some((bd, bk, _)) => {
-            delta < *bd - TOLERANCE || (delta <= *bd + TOLERANCE && key < *bk)
-        }
+        Some((bd, bk, _)) => delta < *bd - TOLERANCE || (delta <= *bd + TOLERANCE && key < *bk),
     };
     if better {
         *best = Some((delta, key, v));

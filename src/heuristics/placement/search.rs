@@ -51,7 +51,8 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
 
 /// Domain keys in rank order.
 fn rank(a: &DomainKey, b: &DomainKey) -> Ordering {
-    a.0.total_cmp(&b.0).then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
+    a.0.total_cmp(&b.0)
+        .then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
 }
 
 /// The search for a gang over several nodes, with what one pass over the nodes says of every
@@ -137,7 +138,10 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             {
                 break;
             }
-            if best.as_ref().is_some_and(|(b, _)| self.cannot_beat(level, d, b)) {
+            if best
+                .as_ref()
+                .is_some_and(|(b, _)| self.cannot_beat(level, d, b))
+            {
                 continue;
             }
             let members = &self.topo.domains[level as usize][d];
@@ -270,7 +274,9 @@ fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) ->
         // Best fit for the last piece: the smallest node that holds all that is left.
         let last = avail
             .iter()
-            .filter(|&&(n, a)| !used.contains(&n) && a >= left && state.fits_resources(n, job, left))
+            .filter(|&&(n, a)| {
+                !used.contains(&n) && a >= left && state.fits_resources(n, job, left)
+            })
             .min_by_key(|&&(n, a)| (a, n));
         if let Some(&(n, _)) = last {
             counts.push((n, left));
