@@ -16,13 +16,3 @@ pub struct Assignment {
     /// Preempted running jobs (indices into `Instance::running`).
     pub preempted: Vec<usize>,
 }
-
-impl Assignment {
-    /// Number of GPUs (whole or shared) newly given.
-    pub fn gpus_given(&self) -> usize {
-        self.placed
-            .values()
-            .map(|s| s.values().map(|v| v.len()).sum::<usize>())
-            .sum()
-    }
-}

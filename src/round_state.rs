@@ -2,13 +2,15 @@
 //! which running jobs are preempted (their GPUs usable only by strictly higher-priority work),
 //! CPU and memory left, GPUs each tenant holds. Per-node counts make the questions a planner
 //! asks for every node (how many GPUs may this job take here, is the node in use) O(1). A gang
-//! is placed as a transaction: its placement is found first and committed whole, and trial
-//! preemptions are undone exactly ([`RoundState::unpreempt`]) when the gang does not fit.
+//! is placed whole: its placement is found first and committed at once. Trial changes
+//! (preemptions, commits, releases) go through a [`Transaction`], which undoes them exactly
+//! unless it is kept.
 
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx, PendingJob};
 use crate::state::{resource_share, ClusterState, GpuUse};
 use crate::topology::choose_indices;
+use crate::units::{MILLI_PER_GPU, TOLERANCE};
 
 /// The working state.
 #[derive(Debug, Clone)]
@@ -31,7 +33,8 @@ pub struct RoundState<'a> {
     pub held: Vec<f64>,
     /// Free whole GPUs per node (free before the round and not taken since).
     pub free: Vec<u32>,
-    /// GPUs of preempted whole-GPU jobs not taken yet, per node, with the victim's priority.
+    /// GPUs of preempted whole-GPU jobs not taken yet, per node, with the victim's priority,
+    /// by GPU index.
     pub freed: Vec<Vec<(u32, i64)>>,
     /// Busy usable GPUs per node (held by kept running jobs, shared, or taken this round).
     pub busy: Vec<u32>,
@@ -177,7 +180,7 @@ impl<'a> RoundState<'a> {
         }
         let added = self.shared_added[n][g as usize];
         match &self.before.gpus[n][g as usize] {
-            GpuUse::Free => Some(1000 - added),
+            GpuUse::Free => Some(MILLI_PER_GPU - added),
             GpuUse::Shared { jobs, .. } => {
                 // Work placed on a preempted job's GPU must outrank it (SPEC rule 5), even when
                 // it would fit beside the preempted job's share.
@@ -192,7 +195,7 @@ impl<'a> RoundState<'a> {
                     .filter(|&&k| !(self.preempted[k] && self.inst.running[k].priority < prio))
                     .map(|&k| self.inst.running[k].gpu_milli.unwrap_or(0))
                     .sum();
-                Some(1000u32.saturating_sub(kept + added))
+                Some(MILLI_PER_GPU.saturating_sub(kept + added))
             }
             _ => None,
         }
@@ -219,8 +222,19 @@ impl<'a> RoundState<'a> {
     /// Whether the tenant's quota allows the job.
     pub fn quota_allows(&self, job: &PendingJob) -> bool {
         match self.inst.tenants[job.tenant].quota {
-            Some(q) => self.held[job.tenant] + job.gpu_equivalent() <= q as f64 + 1e-9,
+            Some(q) => self.held[job.tenant] + job.gpu_equivalent() <= q as f64 + TOLERANCE,
             None => true,
+        }
+    }
+
+    /// Open a transaction: the changes made through it are undone when it is dropped, unless
+    /// it is kept ([`Transaction::keep`]).
+    pub fn transaction(&mut self) -> Transaction<'_, 'a> {
+        Transaction {
+            held: self.held.clone(),
+            state: self,
+            changes: Vec::new(),
+            kept: false,
         }
     }
 
@@ -267,7 +281,7 @@ impl<'a> RoundState<'a> {
                     continue;
                 }
                 if sign > 0 {
-                    self.freed[*n].push((g, r.priority));
+                    insert_freed(&mut self.freed[*n], g, r.priority);
                     self.busy[*n] -= 1;
                 } else {
                     self.freed[*n].retain(|&(x, _)| x != g);
@@ -340,7 +354,7 @@ impl<'a> RoundState<'a> {
                         match self.before.gpus[n][gi] {
                             GpuUse::Free => self.free[n] += 1,
                             GpuUse::Whole(k) => {
-                                self.freed[n].push((g, self.inst.running[k].priority))
+                                insert_freed(&mut self.freed[n], g, self.inst.running[k].priority)
                             }
                             _ => {}
                         }
@@ -384,5 +398,254 @@ impl<'a> RoundState<'a> {
             set.insert(n, pick);
         }
         Some(set)
+    }
+}
+
+/// Insert GPU g, freed by a victim of priority `prio`, into a node's freed pool (by index).
+fn insert_freed(pool: &mut Vec<(u32, i64)>, g: u32, prio: i64) {
+    let at = pool.partition_point(|&(x, _)| x < g);
+    pool.insert(at, (g, prio));
+}
+
+/// One change made through a [`Transaction`], with what undoing it needs.
+#[derive(Debug)]
+enum Change {
+    /// A running job was preempted.
+    Preempted(usize),
+    /// A preemption was undone.
+    Unpreempted(usize),
+    /// A pending job was committed.
+    Committed(usize),
+    /// A pending job was released from these GPUs.
+    Released(usize, GpuSet),
+}
+
+/// A commit-or-discard guard on a [`RoundState`]: preemptions, commits and releases made
+/// through it are recorded and undone in reverse order when it is dropped, unless
+/// [`Transaction::keep`] was called; undoing restores the state exactly (GPUs held per tenant
+/// are restored from a copy taken at the start, so no rounding remains). It reads as the round
+/// state it guards.
+#[derive(Debug)]
+pub struct Transaction<'t, 'a> {
+    state: &'t mut RoundState<'a>,
+    changes: Vec<Change>,
+    held: Vec<f64>,
+    kept: bool,
+}
+
+impl<'a> std::ops::Deref for Transaction<'_, 'a> {
+    type Target = RoundState<'a>;
+
+    fn deref(&self) -> &RoundState<'a> {
+        self.state
+    }
+}
+
+impl Transaction<'_, '_> {
+    /// Preempt running job k ([`RoundState::preempt`]).
+    pub fn preempt(&mut self, k: usize) {
+        if !self.state.preempted[k] {
+            self.state.preempt(k);
+            self.changes.push(Change::Preempted(k));
+        }
+    }
+
+    /// Undo the preemption of running job k ([`RoundState::unpreempt`]).
+    pub fn unpreempt(&mut self, k: usize) {
+        if self.state.preempted[k] {
+            self.state.unpreempt(k);
+            self.changes.push(Change::Unpreempted(k));
+        }
+    }
+
+    /// Commit pending job j, not placed yet, on these GPUs ([`RoundState::commit`]).
+    pub fn commit(&mut self, j: usize, gpus: GpuSet) {
+        self.state.commit(j, gpus);
+        self.changes.push(Change::Committed(j));
+    }
+
+    /// Release pending job j ([`RoundState::release`]); the GPUs it held, if placed.
+    pub fn release(&mut self, j: usize) -> Option<GpuSet> {
+        let gpus = self.state.release(j)?;
+        self.changes.push(Change::Released(j, gpus.clone()));
+        Some(gpus)
+    }
+
+    /// Keep the changes made through the transaction.
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Transaction<'_, '_> {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        for change in std::mem::take(&mut self.changes).into_iter().rev() {
+            match change {
+                Change::Preempted(k) => self.state.unpreempt(k),
+                Change::Unpreempted(k) => self.state.preempt(k),
+                Change::Committed(j) => {
+                    self.state.release(j);
+                }
+                Change::Released(j, gpus) => self.state.commit(j, gpus),
+            }
+        }
+        self.state.held.clone_from(&self.held);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{generate, GenParams};
+    use crate::hardware::ModelLibrary;
+    use crate::instance::validate::validate;
+
+    /// A random round with running jobs, sharers and CPU-only work.
+    fn round(seed: u64) -> Instance {
+        let params = GenParams {
+            nodes: 12,
+            pending: 40,
+            seed,
+            nodes_per_rack: 4,
+            racks_per_pod: 2,
+            busy: 0.6,
+            sharers: 0.25,
+            ..GenParams::default()
+        };
+        validate(&generate(&params), &ModelLibrary::builtin()).unwrap()
+    }
+
+    /// Where pending job j fits on one node as the state stands (the first node with room).
+    fn one_node(state: &RoundState, j: usize) -> Option<GpuSet> {
+        let job = &state.inst.pending[j];
+        if !state.quota_allows(job) || job.gpus_per_node.is_some_and(|g| g != job.gpus) {
+            return None;
+        }
+        (0..state.inst.nodes.len())
+            .filter(|&n| job.gpus == 0 || job.accepts_type(&state.inst.nodes[n].gpu_type))
+            .find_map(|n| match job.gpu_milli {
+                _ if job.gpus == 0 => state
+                    .fits_resources(n, job, 0)
+                    .then(|| GpuSet::from([(n, Vec::new())])),
+                Some(m) => (0..state.inst.nodes[n].gpus)
+                    .find(|&g| {
+                        state
+                            .shareable_milli(n, g, job.priority)
+                            .is_some_and(|f| f >= m)
+                    })
+                    .filter(|_| state.fits_resources(n, job, 1))
+                    .map(|g| GpuSet::from([(n, vec![g])])),
+                None => (state.avail_count(n, job.priority) >= job.gpus
+                    && state.fits_resources(n, job, job.gpus))
+                .then(|| state.pick_indices(j, &[(n, job.gpus)]))
+                .flatten(),
+            })
+    }
+
+    /// Preemptible running jobs, every `step`-th from `from`.
+    fn victims(inst: &Instance, from: usize, step: usize) -> Vec<usize> {
+        (0..inst.running.len())
+            .filter(|&k| inst.running[k].preemptible)
+            .skip(from)
+            .step_by(step)
+            .collect()
+    }
+
+    /// The base of each test: some victims preempted and the first half of the jobs placed.
+    fn base<'a>(inst: &'a Instance, before: &'a ClusterState) -> RoundState<'a> {
+        let mut state = RoundState::new(inst, before);
+        for k in victims(inst, 0, 3) {
+            state.preempt(k);
+        }
+        for j in 0..inst.pending.len() / 2 {
+            if let Some(set) = one_node(&state, j) {
+                state.commit(j, set);
+            }
+        }
+        state
+    }
+
+    /// A mix of changes through a transaction: more victims preempted (one of them undone
+    /// again), every other placed job released, the second half of the jobs placed.
+    fn churn(tx: &mut Transaction) {
+        let inst = tx.inst;
+        let more = victims(inst, 1, 3);
+        for &k in &more {
+            tx.preempt(k);
+        }
+        if let Some(&k) = more.first() {
+            tx.unpreempt(k);
+        }
+        let placed: Vec<usize> = tx.assignment.placed.keys().copied().step_by(2).collect();
+        for j in placed {
+            assert!(tx.release(j).is_some());
+        }
+        for j in inst.pending.len() / 2..inst.pending.len() {
+            if let Some(set) = one_node(tx, j) {
+                tx.commit(j, set);
+            }
+        }
+    }
+
+    #[test]
+    fn a_dropped_transaction_restores_the_state_exactly() {
+        for seed in 0..8 {
+            let inst = round(seed);
+            let before = ClusterState::new(&inst);
+            let mut state = base(&inst, &before);
+            let reference = format!("{state:?}");
+            let mut tx = state.transaction();
+            churn(&mut tx);
+            let changed = format!("{:?}", *tx) != reference;
+            drop(tx);
+            assert_eq!(format!("{state:?}"), reference, "seed {seed}");
+            assert!(
+                changed || inst.pending.is_empty(),
+                "seed {seed}: the churn changed nothing"
+            );
+        }
+    }
+
+    #[test]
+    fn a_kept_transaction_keeps_its_changes() {
+        for seed in 0..8 {
+            let inst = round(seed);
+            let before = ClusterState::new(&inst);
+            let mut state = base(&inst, &before);
+            let mut tx = state.transaction();
+            churn(&mut tx);
+            let inside = format!("{:?}", *tx);
+            tx.keep();
+            assert_eq!(format!("{state:?}"), inside, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn undoing_releases_a_job_on_a_victims_gpus_before_the_preemption() {
+        let inst = round(3);
+        let before = ClusterState::new(&inst);
+        let mut state = RoundState::new(&inst, &before);
+        let reference = format!("{state:?}");
+        let Some(&k) = victims(&inst, 0, 1).first() else {
+            return;
+        };
+        let mut tx = state.transaction();
+        tx.preempt(k);
+        // A job may take the victim's GPUs inside the transaction; undoing releases it first.
+        let taker = (0..inst.pending.len()).find_map(|j| {
+            let set = one_node(&tx, j)?;
+            let r = &inst.running[k];
+            set.keys()
+                .any(|n| r.gpus.iter().any(|(m, _)| m == n))
+                .then_some((j, set))
+        });
+        if let Some((j, set)) = taker {
+            tx.commit(j, set);
+        }
+        drop(tx);
+        assert_eq!(format!("{state:?}"), reference);
     }
 }

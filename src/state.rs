@@ -1,7 +1,7 @@
 //! Occupancy of the cluster before the round: which GPUs are free, held whole, shared or
 //! down, and how much CPU and memory each node has left. Shared by every planner.
 
-use crate::instance::{Instance, NodeIx, PendingJob};
+use crate::instance::{Instance, NodeIx};
 
 /// What one GPU is doing before the round.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,16 +100,6 @@ impl ClusterState {
         }
     }
 
-    /// Free whole GPUs on node n.
-    pub fn free_gpus(&self, n: NodeIx) -> Vec<u32> {
-        self.gpus[n]
-            .iter()
-            .enumerate()
-            .filter(|(_, u)| **u == GpuUse::Free)
-            .map(|(g, _)| g as u32)
-            .collect()
-    }
-
     /// Number of free whole GPUs on node n.
     pub fn free_count(&self, n: NodeIx) -> u32 {
         self.gpus[n].iter().filter(|u| **u == GpuUse::Free).count() as u32
@@ -123,13 +113,6 @@ impl ClusterState {
             .count() as u32
     }
 
-    /// Whether node n has nothing running on it (every usable GPU free).
-    pub fn is_empty_node(&self, n: NodeIx) -> bool {
-        self.gpus[n]
-            .iter()
-            .all(|u| matches!(u, GpuUse::Free | GpuUse::Down))
-    }
-
     /// Busy GPUs (held whole or shared).
     pub fn busy_count(&self) -> u32 {
         (0..self.gpus.len()).map(|n| self.node_busy_count(n)).sum()
@@ -140,16 +123,4 @@ impl ClusterState {
         self.cpu_free[n].is_none_or(|c| c >= cpu as i64)
             && self.mem_free[n].is_none_or(|m| m >= mem as i64)
     }
-}
-
-/// Nodes whose GPU type a job accepts.
-pub fn eligible_nodes<'a>(
-    inst: &'a Instance,
-    job: &'a PendingJob,
-) -> impl Iterator<Item = NodeIx> + 'a {
-    inst.nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| job.accepts_type(&n.gpu_type))
-        .map(|(i, _)| i)
 }

@@ -3,7 +3,8 @@
 //! the cluster, divided by its weight) that still has an untried job offers its oldest one; the
 //! job goes to its best-fit node or is skipped. Ties go to the lower tenant index.
 
-use super::best_fit::{best_fit_choice, place_with};
+use super::baseline::place_with;
+use super::best_fit::best_fit_choice;
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::Instance;

@@ -11,7 +11,9 @@
 //! Jobs go in arrival order. The task distribution is given by the caller (the simulator
 //! passes the trace's) or, by default, taken from the round's own jobs.
 
-use super::best_fit::{gpu_free_milli, place_with, NodeOption};
+use super::baseline::{place_with, NodeOption};
+use super::placement::fragmentation::growth;
+use super::placement::free::{gpu_free_milli, node_free};
 use super::Planner;
 use crate::assignment::Assignment;
 pub use crate::instance::task_dist::{frag, frag_for, NodeFree, TaskDist, TaskType, COVERAGE};
@@ -19,34 +21,14 @@ use crate::instance::{Instance, NodeIx};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-/// The free view of node n in a round state (as seen by work of priority `prio`).
-pub fn node_free(state: &RoundState, n: NodeIx, prio: i64) -> NodeFree {
-    let node = &state.inst.nodes[n];
-    let mut free: Vec<u32> = (0..node.gpus)
-        .filter(|&g| !node.down[g as usize])
-        .map(|g| gpu_free_milli(state, n, g, prio))
-        .collect();
-    free.sort_unstable_by(|a, b| b.cmp(a));
-    NodeFree {
-        gpu_type: node.gpu_type.clone(),
-        free,
-        cpu: state.cpu_free[n],
-        mem: state.mem_free[n],
-    }
-}
-
-/// Entries kept in the memo before it is cleared.
-const MEMO_LIMIT: usize = 1 << 20;
+use crate::units::{MILLI_PER_GPU, TOLERANCE};
+use std::sync::Arc;
 
 /// The FGD planner.
 #[derive(Debug, Clone, Default)]
 pub struct Fgd {
     /// Task distribution; `None` derives it from each round's running and pending jobs.
     pub dist: Option<Arc<TaskDist>>,
-    memo: Arc<Mutex<HashMap<NodeFree, f64>>>,
 }
 
 impl Fgd {
@@ -54,7 +36,6 @@ impl Fgd {
     pub fn with_dist(dist: TaskDist) -> Self {
         Fgd {
             dist: Some(Arc::new(dist)),
-            memo: Arc::default(),
         }
     }
 }
@@ -66,77 +47,65 @@ impl Planner for Fgd {
 
     fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
         let own;
-        let (dist, memo_ok) = match &self.dist {
-            Some(d) => (d.as_ref(), true),
+        let dist = match &self.dist {
+            Some(d) => d.as_ref(),
             None => {
                 own = TaskDist::from_types(inst.pending.iter().map(TaskType::of));
-                (&own, false)
+                &own
             }
-        };
-        let mut local = HashMap::new();
-        let mut guard = self.memo.lock().unwrap_or_else(|e| e.into_inner());
-        let memo: &mut HashMap<NodeFree, f64> = if memo_ok { &mut guard } else { &mut local };
-        if memo.len() > MEMO_LIMIT {
-            memo.clear();
-        }
-        let mut f = |nf: NodeFree| -> f64 {
-            if let Some(&v) = memo.get(&nf) {
-                return v;
-            }
-            let v = frag(&nf, dist);
-            memo.insert(nf, v);
-            v
         };
         let before = ClusterState::new(inst);
         let mut state = RoundState::new(inst, &before);
         for j in 0..inst.pending.len() {
-            let job = &inst.pending[j];
             place_with(
                 &mut state,
                 topo,
                 j,
-                &mut |s: &RoundState, opts: &[NodeOption]| {
-                    let mut best: Option<(f64, NodeIx, usize)> = None;
-                    let mut seen: Vec<(NodeIx, u32)> = Vec::new();
-                    for (k, o) in opts.iter().enumerate() {
-                        let nf = node_free(s, o.node, job.priority);
-                        // A sharer: GPUs with the same free capacity are interchangeable.
-                        if job.gpu_milli.is_some() {
-                            let lvl = o
-                                .gpus
-                                .first()
-                                .map_or(0, |&g| gpu_free_milli(s, o.node, g, job.priority));
-                            if seen.contains(&(o.node, lvl)) {
-                                continue;
-                            }
-                            seen.push((o.node, lvl));
-                        }
-                        let mut after = nf.clone();
-                        let take = job.gpu_milli.unwrap_or(1000);
-                        for &g in &o.gpus {
-                            let lvl = gpu_free_milli(s, o.node, g, job.priority);
-                            if let Some(p) = after.free.iter().position(|&x| x == lvl) {
-                                after.free[p] = lvl.saturating_sub(take);
-                            }
-                        }
-                        after.free.sort_unstable_by(|a, b| b.cmp(a));
-                        if let Some(c) = after.cpu.as_mut() {
-                            *c -= job.cpu_milli as i64;
-                        }
-                        if let Some(m) = after.mem.as_mut() {
-                            *m -= job.memory_mib as i64;
-                        }
-                        let delta = f(after) - f(nf);
-                        if best.is_none_or(|(b, bn, _)| {
-                            delta < b - 1e-9 || (delta <= b + 1e-9 && o.node < bn)
-                        }) {
-                            best = Some((delta, o.node, k));
-                        }
-                    }
-                    best.map(|b| b.2)
-                },
+                &mut |s: &RoundState, opts: &[NodeOption]| least_growth(s, j, opts, dist),
             );
         }
         state.assignment
     }
+}
+
+/// The option of pending job j whose node's fragmentation grows least, lowest node index on
+/// ties. A sharer's GPUs of one node with the same free capacity are interchangeable: the
+/// first of them stands for all.
+fn least_growth(
+    state: &RoundState,
+    j: usize,
+    opts: &[NodeOption],
+    dist: &TaskDist,
+) -> Option<usize> {
+    let job = &state.inst.pending[j];
+    let take = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
+    let mut best: Option<(f64, NodeIx, usize)> = None;
+    let mut seen: Vec<(NodeIx, u32)> = Vec::new();
+    let mut levels: Vec<u32> = Vec::new();
+    for (k, o) in opts.iter().enumerate() {
+        if job.gpu_milli.is_some() {
+            let lvl = o
+                .gpus
+                .first()
+                .map_or(0, |&g| gpu_free_milli(state, o.node, g, job.priority));
+            if seen.contains(&(o.node, lvl)) {
+                continue;
+            }
+            seen.push((o.node, lvl));
+        }
+        levels.clear();
+        levels.extend(
+            o.gpus
+                .iter()
+                .map(|&g| gpu_free_milli(state, o.node, g, job.priority)),
+        );
+        let before = node_free(state, o.node, job.priority);
+        let delta = growth(dist, &before, &levels, take, job.cpu_milli, job.memory_mib);
+        if best.is_none_or(|(b, bn, _)| {
+            delta < b - TOLERANCE || (delta <= b + TOLERANCE && o.node < bn)
+        }) {
+            best = Some((delta, o.node, k));
+        }
+    }
+    best.map(|b| b.2)
 }

@@ -2,7 +2,7 @@
 //! index) that holds it. A job that does not fit is skipped; later jobs may still start
 //! (no head-of-line blocking).
 
-use super::best_fit::run_pass;
+use super::baseline::run_pass;
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::Instance;

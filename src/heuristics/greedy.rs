@@ -1,27 +1,25 @@
 //! Topology-aware greedy bin-packer.
 //!
 //! Jobs go in order of value per GPU (priority plus aging), larger gangs first on ties, then id.
-//! Each gang is tried inside a transaction (a copy of the [`RoundState`]) and committed whole or
-//! not at all. Placement, tightest domain first: one node (best fit, nodes already in use
-//! first), then one rack-scale NVLink domain, one rack, one pod, the cluster, as far as
-//! `within` allows; inside a domain the fewest nodes, best fit for the last piece; among the
-//! domains of a level, the lowest spread penalty, then the fewest nodes. Sharers go to
-//! the fullest GPU they fit on. When a job does not fit and preemption is on, the cheapest
-//! strictly-lower-priority preemptible jobs are added as victims until it fits, unneeded
-//! victims are dropped, and the result is kept only if it raises the objective.
+//! Each gang goes where the placement search puts it ([`super::placement::find_placement`]:
+//! one node, else the tightest topology domain) and is committed whole or not at all. When a
+//! job does not fit and preemption is on, the cheapest strictly-lower-priority preemptible jobs
+//! are preempted, inside a [`Transaction`], until it fits; unneeded victims are dropped, and
+//! the result is kept only if it raises the objective.
 //!
 //! When the instance carries a task distribution, one-node jobs (whole-GPU gangs, sharers,
-//! CPU-only jobs) go instead where fragmentation against it grows least, best fit breaking ties
-//! ([`super::frag_aware`]), and jobs of equal value per GPU go in pending order.
+//! CPU-only jobs) go where fragmentation against it grows least
+//! ([`super::placement::NodeScorer`]), and jobs of equal value per GPU go in pending order.
 
-use super::frag_aware as frag;
+use super::placement::find_placement;
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
-use crate::instance::{Instance, Locality, NodeIx, PendingJob};
+use crate::instance::Instance;
 use crate::objective::{evaluate, fair_shares, job_spread, job_value, value_per_gpu, victim_cost};
-use crate::round_state::RoundState;
+use crate::round_state::{RoundState, Transaction};
 use crate::state::ClusterState;
-use crate::topology::{spread_penalty, Level, Span, Topology};
+use crate::topology::Topology;
+use crate::units::TOLERANCE;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
@@ -88,7 +86,7 @@ pub fn portfolio(
     };
     let others: Vec<(f64, Assignment)> = rest[..fit].par_iter().map(run).collect();
     for (obj, a) in others {
-        if obj > best.0 + 1e-9 {
+        if obj > best.0 + TOLERANCE {
             best = (obj, a);
         }
     }
@@ -198,23 +196,25 @@ pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) {
                 state.taken[*n][g as usize].is_none() && state.shared_added[*n][g as usize] == 0
             })
         });
-        if untouched {
-            state.unpreempt(k);
-            let fits = r.gpus.iter().all(|(n, _)| {
-                state.cpu_free[*n].is_none_or(|c| c >= 0)
-                    && state.mem_free[*n].is_none_or(|m| m >= 0)
-            });
-            let quota_ok = inst.tenants[r.tenant]
-                .quota
-                .is_none_or(|q| state.held[r.tenant] <= q as f64 + 1e-9)
-                || !state
-                    .assignment
-                    .placed
-                    .keys()
-                    .any(|&j| inst.pending[j].tenant == r.tenant);
-            if !fits || !quota_ok {
-                state.preempt(k);
-            }
+        if !untouched {
+            continue;
+        }
+        let mut release = state.transaction();
+        release.unpreempt(k);
+        let fits = r.gpus.iter().all(|(n, _)| {
+            release.cpu_free[*n].is_none_or(|c| c >= 0)
+                && release.mem_free[*n].is_none_or(|m| m >= 0)
+        });
+        let quota_ok = inst.tenants[r.tenant]
+            .quota
+            .is_none_or(|q| release.held[r.tenant] <= q as f64 + TOLERANCE)
+            || !release
+                .assignment
+                .placed
+                .keys()
+                .any(|&j| inst.pending[j].tenant == r.tenant);
+        if fits && quota_ok {
+            release.keep();
         }
     }
 }
@@ -341,28 +341,73 @@ pub fn place_job(
     preempt_margin: Option<f64>,
     victims: &[usize],
 ) -> PlaceOutcome {
-    use PlaceOutcome::{NoRoom, NotWorth, Placed};
     let inst = state.inst;
     let job = &inst.pending[j];
     if !state.quota_allows(job) {
-        return NoRoom;
+        return PlaceOutcome::NoRoom;
     }
-    let spread_of = |set: &GpuSet| job_spread(inst, topo, job, set);
     if let Some(set) = find_placement(state, topo, j) {
-        if job_value(inst, job) - spread_of(&set) <= 0.0 {
-            return NotWorth;
+        if job_value(inst, job) - job_spread(inst, topo, job, &set) <= 0.0 {
+            return PlaceOutcome::NotWorth;
         }
         state.commit(j, set);
-        return Placed;
+        return PlaceOutcome::Placed;
     }
-    let Some(margin) = preempt_margin else {
-        return NoRoom;
-    };
+    match preempt_margin {
+        Some(margin) if inst.policy.preemption && job.gpus > 0 => {
+            place_by_preemption(state, topo, j, margin, victims)
+        }
+        _ => PlaceOutcome::NoRoom,
+    }
+}
+
+/// Place job j, which does not fit as the state stands, by preempting victims: the cheapest
+/// candidates ([`victim_candidates`]) until it fits, less those the placement does not need;
+/// kept when the job's value minus spread exceeds the victims' cost by the factor
+/// `1 + margin`, else every trial preemption is undone.
+fn place_by_preemption(
+    state: &mut RoundState,
+    topo: &Topology,
+    j: usize,
+    margin: f64,
+    victims: &[usize],
+) -> PlaceOutcome {
+    let inst = state.inst;
+    let job = &inst.pending[j];
     let mask = topo.type_mask(job);
-    if !inst.policy.preemption || job.gpus == 0 {
-        return NoRoom;
+    let candidates = victim_candidates(state, topo, j, &mask, victims);
+    if candidates.is_empty() {
+        return PlaceOutcome::NoRoom;
     }
-    let candidates: Vec<usize> = victims
+    let mut trial = state.transaction();
+    let Some((set, chosen)) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates) else {
+        return PlaceOutcome::NoRoom;
+    };
+    let (set, chosen) = drop_unneeded_victims(&mut trial, topo, j, set, chosen);
+    let cost: f64 = chosen
+        .iter()
+        .map(|&k| victim_cost(inst, &inst.running[k]))
+        .sum();
+    if job_value(inst, job) - job_spread(inst, topo, job, &set) <= cost * (1.0 + margin) {
+        return PlaceOutcome::NoRoom;
+    }
+    trial.commit(j, set);
+    trial.keep();
+    PlaceOutcome::Placed
+}
+
+/// The victims job j may try, cheapest first: not preempted yet, of strictly lower priority,
+/// holding GPUs of a type the job accepts; at most [`MAX_VICTIMS_TRIED`].
+fn victim_candidates(
+    state: &RoundState,
+    topo: &Topology,
+    j: usize,
+    mask: &[bool],
+    victims: &[usize],
+) -> Vec<usize> {
+    let inst = state.inst;
+    let job = &inst.pending[j];
+    victims
         .iter()
         .copied()
         .filter(|&k| {
@@ -372,11 +417,21 @@ pub fn place_job(
                 && r.gpus.iter().any(|(n, _)| mask[topo.node_type[*n]])
         })
         .take(MAX_VICTIMS_TRIED)
-        .collect();
-    if candidates.is_empty() {
-        return NoRoom;
-    }
-    // Cheap necessary condition before each trial: enough GPUs with the victims so far gone.
+        .collect()
+}
+
+/// Preempt `candidates` in order until job j fits; its placement and the victims preempted,
+/// or `None` when even all of them leave it without room (or GPUs enough).
+fn preempt_until_fits(
+    trial: &mut Transaction,
+    topo: &Topology,
+    j: usize,
+    mask: &[bool],
+    candidates: &[usize],
+) -> Option<(GpuSet, Vec<usize>)> {
+    let inst = trial.inst;
+    let job = &inst.pending[j];
+    // Whole GPUs of the job's types a victim holds.
     let victim_gpus = |k: usize| -> u32 {
         let r = &inst.running[k];
         if r.gpu_milli.is_some() {
@@ -388,20 +443,20 @@ pub fn place_job(
             .map(|(_, g)| g.len() as u32)
             .sum()
     };
+    // GPUs the job may take, with the victims so far gone.
     let mut reachable: u32 = (0..inst.nodes.len())
         .filter(|&n| mask[topo.node_type[n]])
-        .map(|n| state.avail_count(n, job.priority))
+        .map(|n| trial.avail_count(n, job.priority))
         .sum();
     if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
-        return NoRoom;
+        return None;
     }
     let mut chosen = Vec::new();
-    let mut found = None;
     // A gang over several nodes is searched for after 1, 2, 4, ... victims (each search scans
-    // the cluster); the unneeded victims are dropped below.
+    // the cluster); the unneeded victims are dropped afterwards.
     let several = job.node_limit() > 1;
     for (i, &k) in candidates.iter().enumerate() {
-        state.preempt(k);
+        trial.preempt(k);
         chosen.push(k);
         reachable += victim_gpus(k);
         if reachable < job.gpus {
@@ -415,25 +470,30 @@ pub fn place_job(
             && !inst.running[k]
                 .gpus
                 .iter()
-                .any(|(n, _)| state.avail_count(*n, job.priority) >= job.gpus)
+                .any(|(n, _)| trial.avail_count(*n, job.priority) >= job.gpus)
         {
             continue;
         }
-        if let Some(set) = find_placement(state, topo, j) {
-            found = Some(set);
-            break;
+        if let Some(set) = find_placement(trial, topo, j) {
+            return Some((set, chosen));
         }
     }
-    let Some(mut set) = found else {
-        for &k in chosen.iter().rev() {
-            state.unpreempt(k);
-        }
-        return NoRoom;
-    };
-    // Drop victims the placement does not need, most expensive first. A victim on no node of
-    // the placement is dropped without a new search: the placement stands without it.
+    None
+}
+
+/// Undo the preemptions the placement of job j does not need, most expensive first, with the
+/// placement found without them. A victim on no node of the placement is dropped without a
+/// new search: the placement stands without it.
+fn drop_unneeded_victims(
+    trial: &mut Transaction,
+    topo: &Topology,
+    j: usize,
+    mut set: GpuSet,
+    mut chosen: Vec<usize>,
+) -> (GpuSet, Vec<usize>) {
+    let inst = trial.inst;
     for &k in chosen.clone().iter().rev() {
-        state.unpreempt(k);
+        trial.unpreempt(k);
         if inst.running[k]
             .gpus
             .iter()
@@ -442,333 +502,13 @@ pub fn place_job(
             chosen.retain(|&v| v != k);
             continue;
         }
-        match find_placement(state, topo, j) {
+        match find_placement(trial, topo, j) {
             Some(s) => {
                 chosen.retain(|&v| v != k);
                 set = s;
             }
-            None => state.preempt(k),
+            None => trial.preempt(k),
         }
     }
-    let spread = spread_of(&set);
-    let cost: f64 = chosen
-        .iter()
-        .map(|&k| victim_cost(inst, &inst.running[k]))
-        .sum();
-    if job_value(inst, job) - spread <= cost * (1.0 + margin) {
-        for &k in &chosen {
-            state.unpreempt(k);
-        }
-        return NoRoom;
-    }
-    state.commit(j, set);
-    Placed
-}
-
-/// How a domain's placement of a gang ranks: spread penalty (islands aside), nodes, GPUs left
-/// free in the domain, domain index; lowest first.
-type DomainKey = (f64, u32, u32, usize);
-
-/// One GPU: node and index.
-type Gpu = (NodeIx, u32);
-
-/// Where job j would go in this state, or `None`.
-pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<GpuSet> {
-    let inst = state.inst;
-    let job = &inst.pending[j];
-    let dist = inst.task_dist.as_deref();
-    if job.gpus == 0 {
-        return match dist {
-            Some(d) => frag::cpu_only(state, job, d),
-            None => place_cpu_only(state, job),
-        };
-    }
-    if job.is_sharer() {
-        return match dist {
-            Some(d) => frag::sharer(state, &topo.type_mask(job), job, d),
-            None => place_sharer(state, topo, job),
-        };
-    }
-    let mask = topo.type_mask(job);
-    let ok = |n: NodeIx| mask[topo.node_type[n]];
-    // One node.
-    if job.gpus_per_node.is_none_or(|g| g == job.gpus) {
-        let one = match dist {
-            Some(d) => frag::single_node(state, &mask, job, d),
-            None => best_single_node(state, &mask, job),
-        };
-        if let Some(n) = one {
-            return state.pick_indices(j, &[(n, job.gpus)]);
-        }
-    }
-    if job.node_limit() < 2 {
-        return None;
-    }
-    // Several nodes: tightest domain level first.
-    let levels: &[Level] = match job.within {
-        Some(Locality::Node) => &[],
-        Some(Locality::Rack) => &[Level::Unit, Level::Rack],
-        Some(Locality::Pod) => &[Level::Unit, Level::Rack, Level::Pod],
-        None => &[Level::Unit, Level::Rack, Level::Pod, Level::Cluster],
-    };
-    // GPUs the job may take per domain at every level, from one pass over the nodes.
-    let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
-    // The most GPUs one node of the domain offers (capped by gpus_per_node).
-    let mut widest: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
-    for n in (0..inst.nodes.len()).filter(|&n| ok(n)) {
-        let a = state.avail_count(n, job.priority);
-        if a > 0 {
-            let w = job.gpus_per_node.map_or(a, |k| a.min(k));
-            let at = [topo.unit_of[n], inst.nodes[n].rack, inst.nodes[n].pod, 0];
-            for l in 0..4 {
-                reach[l][at[l]] += a;
-                widest[l][at[l]] = widest[l][at[l]].max(w);
-            }
-        }
-    }
-    let fewest_nodes = job.gpus.div_ceil(widest[Level::Cluster as usize][0].max(1));
-    // Where every unit is one node, a domain's fewest nodes bound its units from below.
-    let units_are_nodes = topo.units == inst.nodes.len();
-    let mut nodes: Vec<NodeIx> = Vec::new();
-    let min_units = topo.min_units(inst, job);
-    for &level in levels {
-        // Key: spread penalty of the node set (islands aside), nodes, GPUs left, domain.
-        let mut best: Option<(DomainKey, Vec<(NodeIx, u32)>)> = None;
-        // Domains best fit first (a domain leaves reach - gpus GPUs free): once one gives no
-        // spread penalty on the fewest nodes possible, no later domain can beat it.
-        let reach_here = &reach[level as usize];
-        let mut order: Vec<usize> = (0..reach_here.len())
-            .filter(|&d| reach_here[d] >= job.gpus)
-            .collect();
-        order.sort_unstable_by_key(|&d| (reach_here[d], d));
-        for d in order {
-            let members = &topo.domains[level as usize][d];
-            if best
-                .as_ref()
-                .is_some_and(|(b, _)| b.0 <= 0.0 && b.1 <= fewest_nodes)
-            {
-                break;
-            }
-            // Skip a domain whose best conceivable key (fewest nodes, one rack and pod, its
-            // known leftover) already loses to the best found.
-            let least_nodes = job.gpus.div_ceil(widest[level as usize][d].max(1));
-            let floor_span = Span {
-                nodes: least_nodes,
-                units: if units_are_nodes { least_nodes } else { 1 },
-                racks: 1,
-                pods: 1,
-                island_splits: 0,
-            };
-            let floor = spread_penalty(
-                &floor_span,
-                min_units,
-                job.gpus,
-                &job.slowdown,
-                inst.policy.weights.spread,
-            );
-            let floor_key = (least_nodes, reach_here[d] - job.gpus, d);
-            if best.as_ref().is_some_and(|(b, _)| {
-                floor
-                    .total_cmp(&b.0)
-                    .then(floor_key.cmp(&(b.1, b.2, b.3)))
-                    .is_gt()
-            }) {
-                continue;
-            }
-            if level == Level::Unit && members.len() < 2 {
-                continue; // single nodes were tried above
-            }
-            // An NVLink unit may span racks or pods: it is tighter only inside them.
-            if level == Level::Unit {
-                let nodes_of = &state.inst.nodes;
-                let spans = |f: fn(&crate::instance::Node) -> usize| {
-                    members
-                        .iter()
-                        .any(|&n| f(&nodes_of[n]) != f(&nodes_of[members[0]]))
-                };
-                match job.within {
-                    Some(Locality::Rack) if spans(|n| n.rack) => continue,
-                    Some(Locality::Pod) if spans(|n| n.pod) => continue,
-                    _ => {}
-                }
-            }
-            nodes.clear();
-            nodes.extend(members.iter().copied().filter(|&n| ok(n)));
-            let penalty = |counts: &[(NodeIx, u32)]| {
-                spread_penalty(
-                    &topo.span_of_nodes(inst, counts.iter().map(|c| c.0)),
-                    min_units,
-                    job.gpus,
-                    &job.slowdown,
-                    inst.policy.weights.spread,
-                )
-            };
-            if let Some((counts, leftover)) = pack(state, job, &nodes) {
-                let key = (penalty(&counts), counts.len() as u32, leftover, d);
-                let better = best.as_ref().is_none_or(|(b, _)| {
-                    key.0
-                        .total_cmp(&b.0)
-                        .then((key.1, key.2, key.3).cmp(&(b.1, b.2, b.3)))
-                        .is_lt()
-                });
-                if better {
-                    best = Some((key, counts));
-                }
-            }
-        }
-        if let Some((_, counts)) = best {
-            return state.pick_indices(j, &counts);
-        }
-    }
-    None
-}
-
-/// The best node for a whole gang on one node: in use before empty, then the fewest GPUs
-/// left, then the lowest index; O(log n) per GPU type through the round state's index.
-fn best_single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
-    let g = job.gpus;
-    let mut best: Option<(bool, u32, NodeIx)> = None;
-    let mut offer = |key: (bool, u32, NodeIx)| {
-        if best.is_none_or(|b| key < b) {
-            best = Some(key);
-        }
-    };
-    for (t, set) in state.by_free.iter().enumerate() {
-        if !state.inst.nodes.is_empty() && !mask.get(t).copied().unwrap_or(false) {
-            continue;
-        }
-        for empty in [false, true] {
-            let found = set
-                .range((empty, g, 0)..=(empty, u32::MAX, usize::MAX))
-                .find(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
-            if let Some(&(e, free, n)) = found {
-                offer((e, free - g, n));
-                break;
-            }
-        }
-    }
-    for &n in &state.freed_nodes {
-        if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
-            continue;
-        }
-        let avail = state.avail_count(n, job.priority);
-        if avail >= g && state.fits_resources(n, job, g) {
-            offer((!state.node_in_use(n), avail - g, n));
-        }
-    }
-    best.map(|(_, _, n)| n)
-}
-
-/// Split a gang over `nodes` with the fewest nodes (largest free first, best fit for the last
-/// piece), honouring `gpus_per_node` and `max_nodes`. Returns per-node counts and the GPUs
-/// left free in the domain.
-fn pack(
-    state: &RoundState,
-    job: &PendingJob,
-    nodes: &[NodeIx],
-) -> Option<(Vec<(NodeIx, u32)>, u32)> {
-    let avail: Vec<(NodeIx, u32)> = nodes
-        .iter()
-        .map(|&n| (n, state.avail_count(n, job.priority)))
-        .filter(|&(_, a)| a > 0)
-        .collect();
-    let total: u32 = avail.iter().map(|a| a.1).sum();
-    if total < job.gpus {
-        return None;
-    }
-    let limit = job.node_limit();
-    let mut counts = Vec::new();
-    if let Some(per) = job.gpus_per_node {
-        let mut fit: Vec<(NodeIx, u32)> = avail
-            .into_iter()
-            .filter(|&(n, a)| a >= per && state.fits_resources(n, job, per))
-            .collect();
-        fit.sort_by_key(|&(n, a)| (!state.node_in_use(n), a - per, n));
-        let need = (job.gpus / per) as usize;
-        if fit.len() < need || need as u32 > limit {
-            return None;
-        }
-        counts = fit[..need].iter().map(|&(n, _)| (n, per)).collect();
-    } else {
-        let mut by_size = avail.clone();
-        by_size.sort_by_key(|&(n, a)| (std::cmp::Reverse(a), n));
-        let mut left = job.gpus;
-        let mut used = std::collections::BTreeSet::new();
-        while left > 0 {
-            if counts.len() as u32 >= limit {
-                return None;
-            }
-            // Best fit for the last piece: the smallest node that holds all that is left.
-            let last = avail
-                .iter()
-                .filter(|&&(n, a)| {
-                    !used.contains(&n) && a >= left && state.fits_resources(n, job, left)
-                })
-                .min_by_key(|&&(n, a)| (a, n));
-            if let Some(&(n, _)) = last {
-                counts.push((n, left));
-                break;
-            }
-            let next = by_size
-                .iter()
-                .find(|&&(n, a)| !used.contains(&n) && state.fits_resources(n, job, a.min(left)))?;
-            let take = next.1.min(left);
-            counts.push((next.0, take));
-            used.insert(next.0);
-            left -= take;
-        }
-    }
-    let used: u32 = counts.iter().map(|c| c.1).sum();
-    counts.sort_unstable();
-    Some((counts, total - used))
-}
-
-fn place_sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<GpuSet> {
-    let inst = state.inst;
-    let m = job.gpu_milli.unwrap_or(1000);
-    let mask = topo.type_mask(job);
-    // A GPU already shared: the one left fullest (least milli left after), in-use nodes first.
-    // Key: milli left after, node not in use, node, GPU.
-    let mut best: Option<((u32, bool, NodeIx, u32), Gpu)> = None;
-    for &(n, g) in &state.shared {
-        if !mask[topo.node_type[n]] || !state.fits_resources(n, job, 1) {
-            continue;
-        }
-        if let Some(left) = state
-            .shareable_milli(n, g, job.priority)
-            .filter(|&l| l >= m)
-        {
-            let key = (left - m, !state.node_in_use(n), n, g);
-            if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                best = Some((key, (n, g)));
-            }
-        }
-    }
-    if let Some((_, (n, g))) = best {
-        return Some(GpuSet::from([(n, vec![g])]));
-    }
-    // Else a fresh free GPU on the best-fit node in use (the highest free index, so low
-    // indices stay together for gangs).
-    let n = (0..inst.nodes.len())
-        .filter(|&n| {
-            mask[topo.node_type[n]] && state.free[n] > 0 && state.fits_resources(n, job, 1)
-        })
-        .min_by_key(|&n| (!state.node_in_use(n), state.free[n], n))?;
-    let g = (0..inst.nodes[n].gpus)
-        .rev()
-        .find(|&g| state.whole_gpu(n, g, i64::MIN) == Some(true))?;
-    Some(GpuSet::from([(n, vec![g])]))
-}
-
-fn place_cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
-    (0..state.inst.nodes.len())
-        .filter(|&n| state.fits_resources(n, job, 0))
-        .min_by_key(|&n| {
-            (
-                !state.node_in_use(n),
-                state.cpu_free[n].unwrap_or(i64::MAX),
-                n,
-            )
-        })
-        .map(|n| GpuSet::from([(n, Vec::new())]))
+    (set, chosen)
 }

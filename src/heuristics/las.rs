@@ -5,7 +5,7 @@
 //! jobs of strictly lower priority, the lowest priority (most service) first, until it fits;
 //! unneeded victims are released again.
 
-use super::best_fit::{place_with, NodeOption};
+use super::baseline::{place_with, placement_for, NodeOption};
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
@@ -45,50 +45,54 @@ impl Planner for Las {
                 continue;
             }
             let job = &inst.pending[j];
-            if !inst.policy.preemption || job.gpus == 0 {
-                continue;
+            if inst.policy.preemption && job.gpus > 0 {
+                place_by_preemption(&mut state, topo, j);
             }
-            let mut victims: Vec<usize> = (0..inst.running.len())
-                .filter(|&k| {
-                    let r = &inst.running[k];
-                    r.preemptible && !state.preempted[k] && r.priority < job.priority
-                })
-                .collect();
-            victims.sort_by(|&a, &b| {
-                let (ra, rb) = (&inst.running[a], &inst.running[b]);
-                ra.priority.cmp(&rb.priority).then(b.cmp(&a))
-            });
-            victims.truncate(MAX_VICTIMS);
-            let mut trial = state.clone();
-            let mut used = Vec::new();
-            let mut ok = false;
-            for k in victims {
-                trial.preempt(k);
-                used.push(k);
-                let mut probe = trial.clone();
-                if place_with(&mut probe, topo, j, &mut first) {
-                    ok = true;
-                    break;
-                }
-            }
-            if !ok {
-                continue;
-            }
-            // Release victims the job does not need, the last added first.
-            for k in used.clone().into_iter().rev() {
-                let mut without = state.clone();
-                for &v in used.iter().filter(|&&v| v != k) {
-                    without.preempt(v);
-                }
-                if place_with(&mut without.clone(), topo, j, &mut first) {
-                    used.retain(|&v| v != k);
-                }
-            }
-            for &k in &used {
-                state.preempt(k);
-            }
-            place_with(&mut state, topo, j, &mut first);
         }
         state.assignment
     }
+}
+
+/// Preempt the victims of job j, the lowest priority first, until it fits; release those it
+/// does not need, the last added first, and place it. Nothing changes when no number of
+/// victims makes room.
+fn place_by_preemption(state: &mut RoundState, topo: &Topology, j: usize) {
+    let inst = state.inst;
+    let job = &inst.pending[j];
+    let mut victims: Vec<usize> = (0..inst.running.len())
+        .filter(|&k| {
+            let r = &inst.running[k];
+            r.preemptible && !state.preempted[k] && r.priority < job.priority
+        })
+        .collect();
+    victims.sort_by(|&a, &b| {
+        let (ra, rb) = (&inst.running[a], &inst.running[b]);
+        ra.priority.cmp(&rb.priority).then(b.cmp(&a))
+    });
+    victims.truncate(MAX_VICTIMS);
+    let fits = |s: &RoundState| placement_for(s, topo, j, &mut first).is_some();
+    let mut trial = state.transaction();
+    let mut used = Vec::new();
+    let mut ok = false;
+    for k in victims {
+        trial.preempt(k);
+        used.push(k);
+        if fits(&trial) {
+            ok = true;
+            break;
+        }
+    }
+    if !ok {
+        return;
+    }
+    for k in used.into_iter().rev() {
+        trial.unpreempt(k);
+        if !fits(&trial) {
+            trial.preempt(k);
+        }
+    }
+    if let Some(set) = placement_for(&trial, topo, j, &mut first) {
+        trial.commit(j, set);
+    }
+    trial.keep();
 }

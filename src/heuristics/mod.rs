@@ -1,5 +1,7 @@
 //! Heuristic planners behind one trait. The greedy bin-packer is the MIP start, the fallback
-//! and the floor of every round.
+//! and the floor of every round; the baselines (best fit, DRF, FGD, FIFO, LAS, random) are the
+//! literature's, for comparison. All of them place jobs through [`placement`], the core below
+//! them; the baselines share [`baseline`]'s single-node options on top of it.
 
 pub mod greedy;
 
@@ -16,11 +18,12 @@ pub trait Planner {
     /// Decide the round.
     fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment;
 }
+pub mod baseline;
 pub mod best_fit;
 pub mod drf;
 pub mod fgd;
 pub mod fifo;
-pub mod frag_aware;
 pub mod las;
+pub mod placement;
 pub mod random;
 pub mod relocate;

@@ -2,7 +2,7 @@
 //! for a sharer). Seeded: the seed, the round's job counts and ids fix the stream, so the same
 //! instance and seed give the same plan.
 
-use super::best_fit::run_pass;
+use super::baseline::run_pass;
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::Instance;

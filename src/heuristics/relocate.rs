@@ -15,11 +15,13 @@
 //!         - (fairness after - fairness before) - (packing after - packing before, touched nodes)
 //! ```
 //!
-//! and a move that does not raise it is undone exactly. Victims whose GPUs no job takes in the
-//! end are released at the close ([`super::greedy::keep_needed_victims`]).
+//! and a move that does not raise it is undone exactly (it runs inside a
+//! [`crate::round_state::Transaction`]). Victims whose GPUs no job takes in the end are
+//! released at the close ([`super::greedy::keep_needed_victims`]).
 
-use super::greedy::{find_placement, keep_needed_victims};
-use crate::assignment::{Assignment, GpuSet};
+use super::greedy::keep_needed_victims;
+use super::placement::find_placement;
+use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx};
 use crate::objective::{
     fair_shares, fairness_penalty, job_spread, job_value, node_packing, value_per_gpu,
@@ -27,6 +29,7 @@ use crate::objective::{
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
+use crate::units::TOLERANCE;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -51,7 +54,8 @@ pub fn relocate(
     for (&j, gpus) in &plan.placed {
         state.commit(j, gpus.clone());
     }
-    let mut search = Search {
+    let search = Search {
+        inst,
         topo,
         fair: fair_shares(inst),
         busy_before: (0..inst.nodes.len())
@@ -75,7 +79,6 @@ pub fn relocate(
             .map(|j| value_per_gpu(inst, j))
             .collect(),
         accepts: inst.pending.iter().map(|j| topo.type_mask(j)).collect(),
-        state,
     };
     let mut spread: Vec<(f64, usize)> = plan
         .placed
@@ -96,18 +99,18 @@ pub fn relocate(
             break;
         }
         tried += 1;
-        kept += search.improve(j) as usize;
+        kept += search.improve(&mut state, j) as usize;
     }
     // (A second sweep over the same jobs kept 1 more move of 200 on the 100k-GPU round.)
     tracing::debug!(spread_gangs, tried, kept, "relocation moves");
-    keep_needed_victims(&mut search.state, &plan.preempted);
-    search.state.assignment
+    keep_needed_victims(&mut state, &plan.preempted);
+    state.assignment
 }
 
-/// The working plan and what scoring a move needs.
-struct Search<'s, 'a> {
+/// What choosing and scoring a move on the working plan needs.
+struct Search<'s> {
+    inst: &'s Instance,
     topo: &'s Topology,
-    state: RoundState<'a>,
     fair: Vec<f64>,
     /// GPUs busy on each node before the round (for the packing penalty).
     busy_before: Vec<u32>,
@@ -119,18 +122,10 @@ struct Search<'s, 'a> {
     accepts: Vec<Vec<bool>>,
 }
 
-/// What a move changed, to score it and to undo it.
-struct Move {
-    /// Jobs placed before the move, with their GPUs then.
-    released: Vec<(usize, Option<GpuSet>)>,
-    /// Nodes whose occupancy the move changed.
-    touched: BTreeSet<NodeIx>,
-}
-
-impl Search<'_, '_> {
+impl Search<'_> {
     /// Whether job j could sit whole on one node of a type it accepts.
     fn fits_one_node(&self, j: usize) -> bool {
-        let job = &self.state.inst.pending[j];
+        let job = &self.inst.pending[j];
         let mask = &self.accepts[j];
         job.gpus > 0
             && job.gpu_milli.is_none()
@@ -139,19 +134,18 @@ impl Search<'_, '_> {
     }
 
     /// Try job j on its best few nodes; keep the first move that raises the objective (true).
-    fn improve(&mut self, j: usize) -> bool {
-        let holes = self.largest_holes(j);
-        self.candidates(j, &holes)
+    fn improve(&self, state: &mut RoundState, j: usize) -> bool {
+        let holes = self.largest_holes(state, j);
+        self.candidates(state, j, &holes)
             .into_iter()
-            .any(|node| self.try_on(j, node, &holes))
+            .any(|node| self.try_on(state, j, node, &holes))
     }
 
     /// Nodes where j could start whole once the plan's jobs there move: those displacing the
     /// least value that would find no room again first (then the fewest GPUs moved, then the
     /// lowest index).
-    fn candidates(&self, j: usize, holes: &[u32]) -> Vec<NodeIx> {
-        let state = &self.state;
-        let inst = state.inst;
+    fn candidates(&self, state: &RoundState, j: usize, holes: &[u32]) -> Vec<NodeIx> {
+        let inst = self.inst;
         let job = &inst.pending[j];
         let mask = &self.accepts[j];
         // The best NODES_TRIED so far, best first: (value lost, GPUs moved, node).
@@ -176,7 +170,7 @@ impl Search<'_, '_> {
                 continue; // cannot beat the nodes found
             }
             let (mut freed, mut lost) = (0, 0.0);
-            self.evictions(n, j, holes, &mut on);
+            self.evictions(state, n, j, holes, &mut on);
             for &(x, g, fits_back) in &on {
                 if freed >= need {
                     break;
@@ -202,8 +196,7 @@ impl Search<'_, '_> {
     /// Per GPU type, the most GPUs one node has free, counting job j's own GPUs as free: where
     /// a job moved off a node could go (GPUs freed by victims aside: not every job may take
     /// them).
-    fn largest_holes(&self, j: usize) -> Vec<u32> {
-        let state = &self.state;
+    fn largest_holes(&self, state: &RoundState, j: usize) -> Vec<u32> {
         let mut holes = vec![0u32; self.widest.len()];
         let own = state.assignment.placed.get(&j);
         for n in 0..state.inst.nodes.len() {
@@ -220,13 +213,20 @@ impl Search<'_, '_> {
     /// The plan's jobs holding GPUs of node n (other than j), into `on`, with the GPUs each
     /// holds there and whether a hole of `holes` could take it whole: those that could first,
     /// then the lowest value per GPU.
-    fn evictions(&self, n: NodeIx, j: usize, holes: &[u32], on: &mut Vec<(usize, u32, bool)>) {
+    fn evictions(
+        &self,
+        state: &RoundState,
+        n: NodeIx,
+        j: usize,
+        holes: &[u32],
+        on: &mut Vec<(usize, u32, bool)>,
+    ) {
         on.clear();
-        for &x in self.state.taken[n].iter().flatten().filter(|&&x| x != j) {
+        for &x in state.taken[n].iter().flatten().filter(|&&x| x != j) {
             match on.iter_mut().find(|e| e.0 == x) {
                 Some(e) => e.1 += 1,
                 None => {
-                    let gpus = self.state.inst.pending[x].gpus;
+                    let gpus = self.inst.pending[x].gpus;
                     let mask = &self.accepts[x];
                     let fits = (0..holes.len()).any(|t| mask[t] && holes[t] >= gpus);
                     on.push((x, 1, fits));
@@ -241,25 +241,61 @@ impl Search<'_, '_> {
     }
 
     /// Move j whole onto node n; keep the move when it raises the objective.
-    fn try_on(&mut self, j: usize, n: NodeIx, holes: &[u32]) -> bool {
-        let inst = self.state.inst;
+    fn try_on(&self, state: &mut RoundState, j: usize, n: NodeIx, holes: &[u32]) -> bool {
+        let inst = self.inst;
         let job = &inst.pending[j];
-        let mut mv = Move {
-            released: Vec::new(),
-            touched: BTreeSet::from([n]),
+        let out = self.to_release(state, j, n, holes);
+        // Nodes whose occupancy the move changes.
+        let mut touched = BTreeSet::from([n]);
+        for &x in &out {
+            if let Some(gpus) = state.assignment.placed.get(&x) {
+                touched.extend(gpus.keys().copied());
+            }
+        }
+        let score_before = self.score(state, &touched, &out);
+        let mut mv = state.transaction();
+        for &x in &out {
+            mv.release(x);
+        }
+        // j on n, whole.
+        let fits = mv.avail_count(n, job.priority) >= job.gpus
+            && mv.fits_resources(n, job, job.gpus)
+            && mv.quota_allows(job);
+        let Some(gpus) = fits.then(|| mv.pick_indices(j, &[(n, job.gpus)])).flatten() else {
+            return false;
         };
-        // The jobs to release: j itself, then the cheapest on n until j fits.
+        mv.commit(j, gpus);
+        // The released jobs again, largest first, where the greedy puts them.
+        let mut again: Vec<usize> = out[1..].to_vec();
+        again.sort_by_key(|&x| (std::cmp::Reverse(inst.pending[x].gpus), x));
+        for x in again {
+            if !mv.quota_allows(&inst.pending[x]) {
+                continue;
+            }
+            if let Some(gpus) = find_placement(&mv, self.topo, x) {
+                touched.extend(gpus.keys().copied());
+                mv.commit(x, gpus);
+            }
+        }
+        let score_after = self.score(&mv, &touched, &out);
+        let better = score_after > score_before + TOLERANCE;
+        if better {
+            mv.keep();
+        }
+        better
+    }
+
+    /// The jobs a move of j onto n releases: j itself, then the cheapest on n until j fits.
+    fn to_release(&self, state: &RoundState, j: usize, n: NodeIx, holes: &[u32]) -> Vec<usize> {
+        let job = &self.inst.pending[j];
         let mut out = vec![j];
-        let own = self.state.taken[n]
-            .iter()
-            .filter(|&&t| t == Some(j))
-            .count() as u32;
+        let own = state.taken[n].iter().filter(|&&t| t == Some(j)).count() as u32;
         let need = job
             .gpus
-            .saturating_sub(self.state.avail_count(n, job.priority) + own);
+            .saturating_sub(state.avail_count(n, job.priority) + own);
         let mut freed = 0;
         let mut on = Vec::new();
-        self.evictions(n, j, holes, &mut on);
+        self.evictions(state, n, j, holes, &mut on);
         for (x, g, _) in on {
             if freed >= need {
                 break;
@@ -267,66 +303,13 @@ impl Search<'_, '_> {
             freed += g;
             out.push(x);
         }
-        for &x in &out {
-            if let Some(gpus) = self.state.assignment.placed.get(&x) {
-                mv.touched.extend(gpus.keys().copied());
-            }
-        }
-        let score_before = self.score(&mv.touched, &out);
-        for &x in &out {
-            let gpus = self.state.release(x);
-            mv.released.push((x, gpus));
-        }
-        // j on n, whole.
-        let fits = self.state.avail_count(n, job.priority) >= job.gpus
-            && self.state.fits_resources(n, job, job.gpus)
-            && self.state.quota_allows(job);
-        let on_n = fits
-            .then(|| self.state.pick_indices(j, &[(n, job.gpus)]))
-            .flatten();
-        let Some(gpus) = on_n else {
-            self.undo(mv);
-            return false;
-        };
-        self.state.commit(j, gpus);
-        // The released jobs again, largest first, where the greedy puts them.
-        let mut again: Vec<usize> = out[1..].to_vec();
-        again.sort_by_key(|&x| (std::cmp::Reverse(inst.pending[x].gpus), x));
-        for x in again {
-            if !self.state.quota_allows(&inst.pending[x]) {
-                continue;
-            }
-            if let Some(gpus) = find_placement(&self.state, self.topo, x) {
-                mv.touched.extend(gpus.keys().copied());
-                self.state.commit(x, gpus);
-            }
-        }
-        let score_after = self.score(&mv.touched, &out);
-        if score_after > score_before + 1e-9 {
-            true
-        } else {
-            self.undo(mv);
-            false
-        }
-    }
-
-    /// Put back the plan as it was before the move.
-    fn undo(&mut self, mv: Move) {
-        for (x, _) in &mv.released {
-            self.state.release(*x);
-        }
-        for (x, gpus) in mv.released {
-            if let Some(gpus) = gpus {
-                self.state.commit(x, gpus);
-            }
-        }
+        out
     }
 
     /// The part of the objective a move of `jobs` over `nodes` can change: their value and
     /// spread, the fairness term, and the packing penalty of those nodes.
-    fn score(&self, nodes: &BTreeSet<NodeIx>, jobs: &[usize]) -> f64 {
-        let state = &self.state;
-        let inst = state.inst;
+    fn score(&self, state: &RoundState, nodes: &BTreeSet<NodeIx>, jobs: &[usize]) -> f64 {
+        let inst = self.inst;
         let w = &inst.policy.weights;
         let mut s = -fairness_penalty(w, &self.fair, &state.held);
         for &x in jobs {
@@ -335,8 +318,12 @@ impl Search<'_, '_> {
             }
         }
         for &n in nodes {
-            let usable = inst.nodes[n].down.iter().filter(|d| !**d).count() as u32;
-            s -= node_packing(w, usable, self.busy_before[n], state.busy[n]);
+            s -= node_packing(
+                w,
+                inst.nodes[n].usable(),
+                self.busy_before[n],
+                state.busy[n],
+            );
         }
         s
     }

@@ -1,30 +1,29 @@
-//! Fragmentation-aware node choice for the greedy, used when the instance carries a task
-//! distribution ([`crate::instance::Instance::task_dist`]).
+//! Fragmentation-aware node choice, used when the instance carries a task distribution
+//! ([`crate::instance::Instance::task_dist`]).
 //!
-//! Among the nodes (and, for a sharer, the GPUs) where a one-node job fits, the greedy takes
-//! the one whose fragmentation against the distribution (FGD's measure,
-//! [`crate::instance::task_dist::frag`]) grows least; ties go to the best-fit key the greedy
-//! uses without a distribution, then to the lowest index. Every node is scanned; the
-//! fragmentation values come from the distribution's memo, so a node whose free resources did
-//! not change since an earlier job, pass or round costs two hash look-ups.
+//! Among the nodes (and, for a sharer, the GPUs) where a one-node job fits, the job goes where
+//! its node's fragmentation against the distribution (FGD's measure,
+//! [`crate::instance::task_dist::frag`]) grows least; ties go to the best-fit key of
+//! [`super::best_fit`], then to the lowest index. Every node is scanned; the fragmentation
+//! values come from the distribution's memo, so a node whose free resources did not change
+//! since an earlier job, pass or round costs two hash look-ups.
 //!
 //! Fragmentation is a placement rule, like best fit: the objective and the MIP do not see it.
 
-use super::fgd::node_free;
+use super::free::node_free;
 use crate::assignment::GpuSet;
 use crate::instance::task_dist::{NodeFree, TaskDist};
 use crate::instance::{NodeIx, PendingJob};
 use crate::round_state::RoundState;
 use crate::state::resource_share;
+use crate::units::{MILLI_PER_GPU, TOLERANCE};
 
-/// Fragmentation values closer than this are equal (ties go to the best-fit key).
-const EPS: f64 = 1e-9;
-
-/// Keep `cand` when it beats `best`: smaller growth of fragmentation, then smaller tie key.
+/// Keep `cand` when it beats `best`: smaller growth of fragmentation (by more than
+/// [`TOLERANCE`]), then smaller tie key.
 fn offer<K: Ord + Copy, V>(best: &mut Option<(f64, K, V)>, delta: f64, key: K, v: V) {
     let better = match best {
         None => true,
-        Some((bd, bk, _)) => delta < *bd - EPS || (delta <= *bd + EPS && key < *bk),
+        Some((bd, bk, _)) => delta < *bd - TOLERANCE || (delta <= *bd + TOLERANCE && key < *bk),
     };
     if better {
         *best = Some((delta, key, v));
@@ -33,7 +32,7 @@ fn offer<K: Ord + Copy, V>(best: &mut Option<(f64, K, V)>, delta: f64, key: K, v
 
 /// Growth of node fragmentation when `take` milli are taken from GPUs at the free levels
 /// `levels` (one entry per GPU used) and `cpu`, `mem` from the node.
-fn growth(
+pub fn growth(
     dist: &TaskDist,
     before: &NodeFree,
     levels: &[u32],
@@ -68,7 +67,7 @@ pub fn single_node(
     let g = job.gpus;
     let cpu = resource_share(job.cpu_milli, g, g);
     let mem = resource_share(job.memory_mib, g, g);
-    let full = vec![1000u32; g as usize];
+    let full = vec![MILLI_PER_GPU; g as usize];
     let mut best: Option<(f64, (bool, u32, NodeIx), NodeIx)> = None;
     for n in 0..state.inst.nodes.len() {
         if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
@@ -79,22 +78,22 @@ pub fn single_node(
             continue;
         }
         let before = node_free(state, n, job.priority);
-        let delta = growth(dist, &before, &full, 1000, cpu, mem);
+        let delta = growth(dist, &before, &full, MILLI_PER_GPU, cpu, mem);
         offer(&mut best, delta, (!state.node_in_use(n), avail - g, n), n);
     }
     best.map(|b| b.2)
 }
 
 /// The GPU for a sharer: least growth of its node's fragmentation, then the best-fit rule
-/// of the greedy (a GPU already shared, left fullest, on a node in use; else a fresh GPU on
-/// the node in use with the fewest free GPUs, highest free index).
+/// (a GPU already shared, left fullest, on a node in use; else a fresh GPU on the node in use
+/// with the fewest free GPUs, highest free index).
 pub fn sharer(
     state: &RoundState,
     mask: &[bool],
     job: &PendingJob,
     dist: &TaskDist,
 ) -> Option<GpuSet> {
-    let m = job.gpu_milli.unwrap_or(1000);
+    let m = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
     // Tie key: (fresh, milli left on the GPU, node empty, free GPUs on the node, node, GPU
     // order) where GPU order prefers the lowest index on a shared GPU, the highest on a fresh.
     type Key = (bool, u32, bool, u32, NodeIx, u32);
@@ -155,23 +154,4 @@ pub fn cpu_only(state: &RoundState, job: &PendingJob, dist: &TaskDist) -> Option
         offer(&mut best, delta, key, n);
     }
     best.map(|b| GpuSet::from([(b.2, Vec::new())]))
-}
-
-/// Fragmentation of the whole cluster once `a` is applied to the round.
-pub fn total_after(
-    inst: &crate::instance::Instance,
-    a: &crate::assignment::Assignment,
-    dist: &TaskDist,
-) -> f64 {
-    let before = crate::state::ClusterState::new(inst);
-    let mut state = RoundState::new(inst, &before);
-    for &k in &a.preempted {
-        state.preempt(k);
-    }
-    for (&j, set) in &a.placed {
-        state.commit(j, set.clone());
-    }
-    (0..inst.nodes.len())
-        .map(|n| dist.frag_cached(&node_free(&state, n, i64::MIN)))
-        .sum()
 }

@@ -1,0 +1,99 @@
+//! Best-fit node choice, used when the instance carries no task distribution: a one-node job
+//! goes to the node it leaves fullest, nodes already in use before empty ones, lowest index on
+//! ties; a sharer to the shared GPU it leaves fullest, else a fresh GPU on such a node.
+
+use crate::assignment::GpuSet;
+use crate::instance::{NodeIx, PendingJob};
+use crate::round_state::RoundState;
+use crate::topology::Topology;
+use crate::units::MILLI_PER_GPU;
+
+/// One GPU: node and index.
+type Gpu = (NodeIx, u32);
+
+/// The best node for a whole gang on one node: in use before empty, then the fewest GPUs
+/// left, then the lowest index; O(log n) per GPU type through the round state's index.
+pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
+    let g = job.gpus;
+    let mut best: Option<(bool, u32, NodeIx)> = None;
+    let mut offer = |key: (bool, u32, NodeIx)| {
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    };
+    for (t, set) in state.by_free.iter().enumerate() {
+        if !state.inst.nodes.is_empty() && !mask.get(t).copied().unwrap_or(false) {
+            continue;
+        }
+        for empty in [false, true] {
+            let found = set
+                .range((empty, g, 0)..=(empty, u32::MAX, usize::MAX))
+                .find(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
+            if let Some(&(e, free, n)) = found {
+                offer((e, free - g, n));
+                break;
+            }
+        }
+    }
+    for &n in &state.freed_nodes {
+        if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
+            continue;
+        }
+        let avail = state.avail_count(n, job.priority);
+        if avail >= g && state.fits_resources(n, job, g) {
+            offer((!state.node_in_use(n), avail - g, n));
+        }
+    }
+    best.map(|(_, _, n)| n)
+}
+
+/// The GPU for a sharer: a GPU already shared, the one left fullest (least milli left after),
+/// on a node in use first; else a fresh free GPU on the best-fit node in use (its highest free
+/// index, so low indices stay together for gangs).
+pub fn sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<GpuSet> {
+    let inst = state.inst;
+    let m = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
+    let mask = topo.type_mask(job);
+    // Key: milli left after, node not in use, node, GPU.
+    let mut best: Option<((u32, bool, NodeIx, u32), Gpu)> = None;
+    for &(n, g) in &state.shared {
+        if !mask[topo.node_type[n]] || !state.fits_resources(n, job, 1) {
+            continue;
+        }
+        if let Some(left) = state
+            .shareable_milli(n, g, job.priority)
+            .filter(|&l| l >= m)
+        {
+            let key = (left - m, !state.node_in_use(n), n, g);
+            if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                best = Some((key, (n, g)));
+            }
+        }
+    }
+    if let Some((_, (n, g))) = best {
+        return Some(GpuSet::from([(n, vec![g])]));
+    }
+    let n = (0..inst.nodes.len())
+        .filter(|&n| {
+            mask[topo.node_type[n]] && state.free[n] > 0 && state.fits_resources(n, job, 1)
+        })
+        .min_by_key(|&n| (!state.node_in_use(n), state.free[n], n))?;
+    let g = (0..inst.nodes[n].gpus)
+        .rev()
+        .find(|&g| state.whole_gpu(n, g, i64::MIN) == Some(true))?;
+    Some(GpuSet::from([(n, vec![g])]))
+}
+
+/// The node for a CPU-only job: in use before empty, least CPU left, lowest index.
+pub fn cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
+    (0..state.inst.nodes.len())
+        .filter(|&n| state.fits_resources(n, job, 0))
+        .min_by_key(|&n| {
+            (
+                !state.node_in_use(n),
+                state.cpu_free[n].unwrap_or(i64::MAX),
+                n,
+            )
+        })
+        .map(|n| GpuSet::from([(n, Vec::new())]))
+}
