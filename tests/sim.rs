@@ -345,3 +345,22 @@ fn simulate_cli_writes_the_report_atomically() {
     let r = v["metrics"]["gpu_allocation_ratio"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&r));
 }
+
+/// The progress a replay reports is jobs finished: it only grows, and ends at every job.
+#[test]
+fn replay_progress_only_grows() {
+    let t = tiresias();
+    let cfg = SimConfig {
+        round_s: 30.0,
+        ..SimConfig::default()
+    };
+    let lib = ModelLibrary::builtin();
+    let planner = RoundPlanner::new(PlannerName::Fifo, &trace_dist(&t), cfg.seed, cfg.round_time_limit);
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    simulate(&t, &planner, &cfg, &lib, &mut |done, total| seen.push((done, total))).unwrap();
+    assert!(!seen.is_empty());
+    for w in seen.windows(2) {
+        assert!(w[1].0 >= w[0].0, "progress went back: {:?} then {:?}", w[0], w[1]);
+    }
+    assert_eq!(seen.last().unwrap().0, t.jobs.len() as u64, "{seen:?}");
+}

@@ -664,7 +664,10 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
                 keep.push(*w);
             }
             waiting = keep;
-            progress((total - waiting.len() - running.len()) as u64, total as u64);
+            // Jobs finished so far: arrived and no longer waiting or running (never counts
+            // jobs that have not arrived yet, so it only grows).
+            let finished = next_arrival - waiting.len() - running.len();
+            progress(finished as u64, total as u64);
         }
         changed = started_any;
         if running.is_empty() && waiting.is_empty() && next_arrival >= total {
