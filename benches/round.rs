@@ -2,6 +2,7 @@
 //! round, on generated rounds with fixed seeds (racks of 16 nodes, pods of 8 racks, ~65% busy).
 //! Run with `cargo bench`; `gangplan bench` prints the whole-command table with ratios.
 
+use gangplan::heuristics::RoundContext;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
@@ -30,7 +31,7 @@ fn benches(c: &mut Criterion) {
         let inst = round(nodes, pending);
         let topo = Topology::new(&inst);
         g.bench_with_input(BenchmarkId::new("greedy", label), &inst, |b, inst| {
-            b.iter(|| Greedy.plan(inst, &topo))
+            b.iter(|| Greedy.plan(&RoundContext::untimed(inst, &topo)))
         });
         g.bench_with_input(
             BenchmarkId::new("build_aggregated", label),

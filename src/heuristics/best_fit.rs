@@ -174,7 +174,7 @@ impl Planner for BestFit {
         "best-fit"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let before = ClusterState::new(inst);
         let mut state = RoundState::new(inst, &before);
         for j in 0..inst.pending.len() {

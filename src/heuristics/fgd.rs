@@ -15,10 +15,9 @@ use super::best_fit::{gpu_free_milli, place_with, NodeOption};
 use super::Planner;
 use crate::assignment::Assignment;
 pub use crate::instance::task_dist::{frag, frag_for, NodeFree, TaskDist, TaskType, COVERAGE};
-use crate::instance::{Instance, NodeIx};
+use crate::instance::NodeIx;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::Topology;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -64,7 +63,7 @@ impl Planner for Fgd {
         "fgd"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let own;
         let (dist, memo_ok) = match &self.dist {
             Some(d) => (d.as_ref(), true),
