@@ -2,10 +2,10 @@
 //! round, on generated rounds with fixed seeds (racks of 16 nodes, pods of 8 racks, ~65% busy).
 //! Run with `cargo bench`; `gangplan bench` prints the whole-command table with ratios.
 
-use gangplan::heuristics::RoundContext;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::{validate::validate, Instance};
 use gangplan::model;

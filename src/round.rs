@@ -42,7 +42,11 @@ impl RoundSettings {
 
 /// Plan a round: greedy, MIP (for [`PlannerKind::Ilp`]), render, validate. `opts` defaults to
 /// the instance policy with the clock started now. An `Err(InvalidPlan)` is a planner bug.
-pub fn plan_round(inst: Instance, planner: PlannerKind, opts: Option<SolveOptions>) -> Result<Plan> {
+pub fn plan_round(
+    inst: Instance,
+    planner: PlannerKind,
+    opts: Option<SolveOptions>,
+) -> Result<Plan> {
     let opts = opts.unwrap_or_else(|| SolveOptions::from_policy(&inst, planner));
     plan_round_with(inst, &RoundSettings::from_options(planner, &opts))
 }

@@ -1,7 +1,6 @@
 //! Every baseline planner returns plans that pass the independent validator, deterministically,
 //! on generated instances (types, locality, shapes, sharers, CPU/memory, quotas, running fill).
 
-use gangplan::heuristics::RoundContext;
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::heuristics::best_fit::BestFit;
@@ -11,6 +10,7 @@ use gangplan::heuristics::fifo::Fifo;
 use gangplan::heuristics::las::Las;
 use gangplan::heuristics::random::RandomFit;
 use gangplan::heuristics::Planner;
+use gangplan::heuristics::RoundContext;
 use gangplan::instance::validate::validate;
 use gangplan::instance::Instance;
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
@@ -57,7 +57,12 @@ fn every_baseline_gives_valid_deterministic_plans() {
             if let Err(e) = validate_plan(&inst, &plan) {
                 panic!("{} on seed {seed}: {e}", p.name());
             }
-            assert_eq!(a, p.plan(&RoundContext::untimed(&inst, &topo)), "{} is not deterministic", p.name());
+            assert_eq!(
+                a,
+                p.plan(&RoundContext::untimed(&inst, &topo)),
+                "{} is not deterministic",
+                p.name()
+            );
         }
     }
 }

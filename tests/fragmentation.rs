@@ -2,9 +2,9 @@
 //! (`policy.task_distribution`, or set by the simulator) the greedy places one-node jobs where
 //! FGD's fragmentation grows least; without one it places them by best fit, as before.
 
-use gangplan::heuristics::RoundContext;
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::task_dist::{TaskDist, TaskType};
 use gangplan::instance::validate::validate;

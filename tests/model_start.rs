@@ -1,9 +1,9 @@
 //! The greedy plan is a feasible MIP start, and the MIP prices it exactly like the shared
 //! objective function (up to island splits, which the MIP may only under-count).
 
-use gangplan::heuristics::RoundContext;
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::validate::validate;
 use gangplan::model;

@@ -183,8 +183,7 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     if let Some(t) = a.cron.time_limit {
         inst.policy.time_limit = t;
     }
-    let planned =
-        plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
+    let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
     log_planned(&planned);
     write(&a.out.join("plan.json"), &plan_json(&planned.plan)?)?;
     emit_outputs(&a.cron, &planned.plan, &a.out)?;

@@ -133,12 +133,11 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         in_flight = round.in_flight.len(),
         "read cluster state"
     );
-    let planned =
-        plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
+    let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
     log_planned(&planned);
     let plan = &planned.plan;
-    let actions = round_actions(&round, plan, &memory.released, now, a.start_timeout)
-        .map_err(|e| {
+    let actions =
+        round_actions(&round, plan, &memory.released, now, a.start_timeout).map_err(|e| {
             Failure::new(
                 exit::INTERNAL,
                 anyhow::anyhow!("the plan does not match the cluster (a bug): {e}"),
@@ -146,7 +145,13 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         })?;
     print_round(round_no, a.apply, plan, &actions, &round.ignored);
     let applied = if a.apply {
-        apply_actions(&actions, cli, &state.journal(), round_no, &mut memory.released)
+        apply_actions(
+            &actions,
+            cli,
+            &state.journal(),
+            round_no,
+            &mut memory.released,
+        )
     } else {
         Applied::default()
     };

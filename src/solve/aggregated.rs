@@ -6,8 +6,8 @@
 //! the greedy plan, is returned.
 
 use super::{
-    Answered, BackendSettings, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend, Solver,
-    SolveOptions, SolverPlan,
+    Answered, BackendSettings, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend,
+    SolveOptions, Solver, SolverPlan,
 };
 use crate::assignment::Assignment;
 use crate::heuristics::greedy::{greedy_order, greedy_sequence, Order};
@@ -121,7 +121,9 @@ pub fn finish(
     budget: &Budget,
     greedy: &GreedyPlan,
 ) -> Result<SolverPlan, Fallback> {
-    let wait = budget.work_until().saturating_duration_since(Instant::now());
+    let wait = budget
+        .work_until()
+        .saturating_duration_since(Instant::now());
     let waited = Instant::now();
     let ((chosen, victims), status, bound) =
         super::await_answer(&running.answer, wait, Solver::Aggregated)?;
@@ -381,9 +383,10 @@ fn swap_out(
                 (evaluate(inst, topo, &a).total(), j, a)
             })
             .collect();
-        let Some((obj, j, a)) = trials
-            .into_iter()
-            .reduce(|x, y| if y.0 > x.0 + TOLERANCE { y } else { x })
+        let Some((obj, j, a)) =
+            trials
+                .into_iter()
+                .reduce(|x, y| if y.0 > x.0 + TOLERANCE { y } else { x })
         else {
             break;
         };

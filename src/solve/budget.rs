@@ -189,7 +189,7 @@ fn reserve_for(pairs: f64, total: Duration) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::solve::budget::*;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -205,7 +205,10 @@ mod tests {
             reserve_for(12_500.0 * 20_000.0, Duration::from_secs(10)),
             ms(500) + ms(1250)
         );
-        assert_eq!(reserve_for(1e12, Duration::from_secs(2)), Duration::from_secs(1));
+        assert_eq!(
+            reserve_for(1e12, Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
         assert_eq!(reserve_for(0.0, ms(60)), ms(30));
     }
 

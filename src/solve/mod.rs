@@ -19,7 +19,7 @@ pub mod planner;
 
 pub use backend::{BackendResult, BackendSettings, BackendStatus, Highs, MipBackend};
 pub use budget::Budget;
-pub use outcome::{Answered, Fallback, Solver, SolveOutcome, SolverPlan};
+pub use outcome::{Answered, Fallback, SolveOutcome, Solver, SolverPlan};
 pub use planner::{PlannerKind, PlannerSetup, SolvePlanner};
 
 use crate::assignment::Assignment;

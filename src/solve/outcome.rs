@@ -264,7 +264,7 @@ impl fmt::Display for Fallback {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::solve::outcome::*;
 
     const ANSWERED: Answered = Answered {
         bound: Some(12.0),
@@ -326,7 +326,10 @@ mod tests {
     fn a_fallback_keeps_the_bound_of_an_answer_and_says_when_time_ran_out() {
         let out = Fallback::NoBetterThanGreedy(ANSWERED).into_outcome(Assignment::default(), 3.0);
         assert_eq!((out.bound, out.time_limit_hit), (Some(12.0), true));
-        assert_eq!((out.status, out.path, out.objective), (Status::Fallback, "ilp", 3.0));
+        assert_eq!(
+            (out.status, out.path, out.objective),
+            (Status::Fallback, "ilp", 3.0)
+        );
         let out = Fallback::Panicked(Solver::PerNode).into_outcome(Assignment::default(), 3.0);
         assert_eq!((out.bound, out.time_limit_hit), (None, false));
         assert!(Fallback::NoTimeToStart.time_limit_hit());
@@ -342,9 +345,18 @@ mod tests {
             time_limit_hit: false,
             note: None,
         };
-        assert_eq!(plan(100.5, true).into_outcome(90.0, 0.01).status, Status::Optimal);
-        assert_eq!(plan(102.0, true).into_outcome(90.0, 0.01).status, Status::Feasible);
-        assert_eq!(plan(100.0, false).into_outcome(90.0, 0.01).status, Status::Feasible);
+        assert_eq!(
+            plan(100.5, true).into_outcome(90.0, 0.01).status,
+            Status::Optimal
+        );
+        assert_eq!(
+            plan(102.0, true).into_outcome(90.0, 0.01).status,
+            Status::Feasible
+        );
+        assert_eq!(
+            plan(100.0, false).into_outcome(90.0, 0.01).status,
+            Status::Feasible
+        );
         assert_eq!(relative_gap(102.0, 100.0), 0.02);
     }
 }
