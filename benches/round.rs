@@ -5,6 +5,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::{validate::validate, Instance};
 use gangplan::model;
@@ -30,7 +31,7 @@ fn benches(c: &mut Criterion) {
         let inst = round(nodes, pending);
         let topo = Topology::new(&inst);
         g.bench_with_input(BenchmarkId::new("greedy", label), &inst, |b, inst| {
-            b.iter(|| Greedy.plan(inst, &topo))
+            b.iter(|| Greedy.plan(&RoundContext::untimed(inst, &topo)))
         });
         g.bench_with_input(
             BenchmarkId::new("build_aggregated", label),

@@ -1,12 +1,44 @@
-//! One planning round as a library call: solve, render, validate.
+//! One planning round as a library call: plan, render, validate. `gangplan solve`, `gangplan
+//! plan` and the Slurm round all plan through [`plan_round_with`].
 
 use crate::error::Result;
+use crate::heuristics::RoundContext;
 use crate::instance::Instance;
 use crate::plan::{render_plan, validate_plan, Plan};
-use crate::solve::{solve, PlannerKind, SolveOptions};
+use crate::solve::{PlannerKind, PlannerSetup, SolveOptions};
 use crate::topology::Topology;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// How a round is planned: by which planner, from when, by when.
+#[derive(Clone)]
+pub struct RoundSettings {
+    /// Which planner.
+    pub planner: PlannerKind,
+    /// When the command started: the plan's `solver.seconds` count from here.
+    pub started: Instant,
+    /// When the plan must be written.
+    pub deadline: Instant,
+    /// What building the planner needs (formulation, model file, backend, ...).
+    pub setup: PlannerSetup,
+}
+
+impl RoundSettings {
+    /// Settings from solve options, the command started now.
+    pub fn from_options(planner: PlannerKind, opts: &SolveOptions) -> Self {
+        RoundSettings {
+            planner,
+            started: Instant::now(),
+            deadline: opts.deadline,
+            setup: PlannerSetup {
+                formulation: opts.formulation,
+                mip_gap: Some(opts.mip_gap),
+                write_model: opts.write_model.clone(),
+                ..PlannerSetup::default()
+            },
+        }
+    }
+}
 
 /// Plan a round: greedy, MIP (for [`PlannerKind::Ilp`]), render, validate. `opts` defaults to
 /// the instance policy with the clock started now. An `Err(InvalidPlan)` is a planner bug.
@@ -15,12 +47,17 @@ pub fn plan_round(
     planner: PlannerKind,
     opts: Option<SolveOptions>,
 ) -> Result<Plan> {
-    let started = Instant::now();
     let opts = opts.unwrap_or_else(|| SolveOptions::from_policy(&inst, planner));
+    plan_round_with(inst, &RoundSettings::from_options(planner, &opts))
+}
+
+/// Plan a round with the given settings: the planner's outcome, rendered and validated.
+pub fn plan_round_with(inst: Instance, settings: &RoundSettings) -> Result<Plan> {
     let inst = Arc::new(inst);
     let topo = Arc::new(Topology::new(&inst));
-    let out = solve(&inst, &topo, &SolveOptions { planner, ..opts });
-    let info = out.solver_info(started.elapsed().as_secs_f64());
+    let planner = settings.planner.planner(&settings.setup);
+    let out = planner.solve(&RoundContext::new(&inst, &topo, settings.deadline));
+    let info = out.solver_info(settings.started.elapsed().as_secs_f64());
     let plan = render_plan(&inst, &out.assignment, out.status, info);
     validate_plan(&inst, &plan)?;
     Ok(plan)

@@ -10,6 +10,7 @@ use gangplan::heuristics::fifo::Fifo;
 use gangplan::heuristics::las::Las;
 use gangplan::heuristics::random::RandomFit;
 use gangplan::heuristics::Planner;
+use gangplan::heuristics::RoundContext;
 use gangplan::instance::validate::validate;
 use gangplan::instance::Instance;
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
@@ -51,12 +52,17 @@ fn every_baseline_gives_valid_deterministic_plans() {
         let inst = instance(seed, 12 + seed as usize * 3, 30, 0.5);
         let topo = Topology::new(&inst);
         for p in planners() {
-            let a = p.plan(&inst, &topo);
+            let a = p.plan(&RoundContext::untimed(&inst, &topo));
             let plan = render_plan(&inst, &a, Status::Fallback, info());
             if let Err(e) = validate_plan(&inst, &plan) {
                 panic!("{} on seed {seed}: {e}", p.name());
             }
-            assert_eq!(a, p.plan(&inst, &topo), "{} is not deterministic", p.name());
+            assert_eq!(
+                a,
+                p.plan(&RoundContext::untimed(&inst, &topo)),
+                "{} is not deterministic",
+                p.name()
+            );
         }
     }
 }
@@ -66,7 +72,7 @@ fn baselines_place_work_on_an_idle_cluster() {
     let inst = instance(3, 16, 20, 0.0);
     let topo = Topology::new(&inst);
     for p in planners() {
-        let a = p.plan(&inst, &topo);
+        let a = p.plan(&RoundContext::untimed(&inst, &topo));
         assert!(
             !a.placed.is_empty(),
             "{} placed nothing on an idle cluster",
@@ -97,7 +103,7 @@ pending:
 ";
     let inst = gangplan::instance::parse_instance(yaml, "t", &ModelLibrary::builtin()).unwrap();
     let topo = Topology::new(&inst);
-    let a = Las.plan(&inst, &topo);
+    let a = Las.plan(&RoundContext::untimed(&inst, &topo));
     assert_eq!(a.preempted, vec![0, 1]);
     assert_eq!(a.placed[&0].keys().copied().collect::<Vec<_>>(), vec![0]);
     let plan = render_plan(&inst, &a, Status::Fallback, info());
@@ -105,7 +111,7 @@ pending:
     // Equal priority: no preemption.
     let same = yaml.replace("priority: -1, preemptible", "priority: 0, preemptible");
     let inst = gangplan::instance::parse_instance(&same, "t", &ModelLibrary::builtin()).unwrap();
-    let a = Las.plan(&inst, &topo);
+    let a = Las.plan(&RoundContext::untimed(&inst, &topo));
     assert!(a.preempted.is_empty() && a.placed.is_empty());
 }
 
@@ -122,9 +128,9 @@ pending:
 ";
     let inst = gangplan::instance::parse_instance(yaml, "t", &ModelLibrary::builtin()).unwrap();
     let topo = Topology::new(&inst);
-    let bf = BestFit.plan(&inst, &topo);
+    let bf = BestFit.plan(&RoundContext::untimed(&inst, &topo));
     assert_eq!(bf.placed[&0].keys().copied().collect::<Vec<_>>(), vec![1]);
-    let ff = Fifo.plan(&inst, &topo);
+    let ff = Fifo.plan(&RoundContext::untimed(&inst, &topo));
     assert_eq!(ff.placed[&0].keys().copied().collect::<Vec<_>>(), vec![0]);
 }
 
@@ -144,7 +150,7 @@ pending:
 ";
     let inst = gangplan::instance::parse_instance(yaml, "t", &ModelLibrary::builtin()).unwrap();
     let topo = Topology::new(&inst);
-    let a = Fgd::default().plan(&inst, &topo);
+    let a = Fgd::default().plan(&RoundContext::untimed(&inst, &topo));
     assert_eq!(a.placed[&0], [(0usize, vec![0u32])].into_iter().collect());
     assert_eq!(a.placed[&1].keys().copied().collect::<Vec<_>>(), vec![1]);
 }

@@ -4,6 +4,7 @@
 
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::task_dist::{TaskDist, TaskType};
 use gangplan::instance::validate::validate;
@@ -23,7 +24,7 @@ fn parse(yaml: &str) -> Instance {
 /// The nodes the greedy puts pending job 0 on, and its GPUs there.
 fn greedy_place(inst: &Instance) -> Vec<(usize, Vec<u32>)> {
     let topo = Topology::new(inst);
-    let a = Greedy.plan(inst, &topo);
+    let a = Greedy.plan(&RoundContext::untimed(inst, &topo));
     a.placed[&0].iter().map(|(&n, g)| (n, g.clone())).collect()
 }
 
@@ -136,18 +137,18 @@ fn fragmentation_aware_plans_are_valid_and_deterministic() {
     for seed in 1..=8 {
         let mut inst = generated(seed);
         let topo = Topology::new(&inst);
-        let plain = Greedy.plan(&inst, &topo);
+        let plain = Greedy.plan(&RoundContext::untimed(&inst, &topo));
         let dist = Arc::new(TaskDist::from_types(inst.pending.iter().map(TaskType::of)));
         inst.task_dist = Some(Arc::clone(&dist));
-        let a = Greedy.plan(&inst, &topo);
+        let a = Greedy.plan(&RoundContext::untimed(&inst, &topo));
         // The second plan reads every fragmentation value from the distribution's memo.
-        let b = Greedy.plan(&inst, &topo);
+        let b = Greedy.plan(&RoundContext::untimed(&inst, &topo));
         assert_eq!(a, b, "seed {seed}: the memo changes nothing");
         let mut fresh = inst.clone();
         fresh.task_dist = Some(Arc::new((*dist).clone()));
         assert_eq!(
             a,
-            Greedy.plan(&fresh, &topo),
+            Greedy.plan(&RoundContext::untimed(&fresh, &topo)),
             "seed {seed}: same with an empty memo"
         );
         let plan = render_plan(&inst, &a, Status::Fallback, info());

@@ -3,6 +3,7 @@
 
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::validate::validate;
 use gangplan::model;
@@ -21,7 +22,7 @@ fn greedy_start_is_feasible_and_priced_alike() {
         });
         let inst = validate(&raw, &lib).expect("generated instances are valid");
         let topo = Topology::new(&inst);
-        let a = Greedy.plan(&inst, &topo);
+        let a = Greedy.plan(&RoundContext::untimed(&inst, &topo));
         let m = model::build(&inst, &topo);
         let start = model::start::start_values(&inst, &topo, &m, &a);
         let (bad, mip_obj) = m.check(&start);

@@ -11,6 +11,7 @@
 
 use gangplan::gen::{generate, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::RoundContext;
 use gangplan::heuristics::{Greedy, Planner};
 use gangplan::instance::validate::{limits, validate};
 use gangplan::instance::{parse_instance, Instance};
@@ -224,7 +225,11 @@ fn render(inst: &Instance, out: &SolveOutcome) -> Plan {
 
 fn assert_greedy_fallback(out: &SolveOutcome, note_has: &str) {
     let (inst, topo) = small_round();
-    assert_eq!(out.assignment, Greedy.plan(&inst, &topo), "the greedy plan");
+    assert_eq!(
+        out.assignment,
+        Greedy.plan(&RoundContext::untimed(&inst, &topo)),
+        "the greedy plan"
+    );
     assert_some_greedy_fallback(out, note_has);
 }
 
@@ -386,7 +391,11 @@ fn nonsense_columns_fall_back_to_greedy() {
                     || note.contains("below the greedy"),
                 "{what}: {note}"
             );
-            assert_eq!(out.assignment, Greedy.plan(&inst, &topo), "{what}");
+            assert_eq!(
+                out.assignment,
+                Greedy.plan(&RoundContext::untimed(&inst, &topo)),
+                "{what}"
+            );
         } else {
             assert!(out.objective >= out.greedy_objective, "{what}");
         }

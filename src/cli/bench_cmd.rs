@@ -125,7 +125,7 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
                 out.objective,
                 out.bound.map_or("-".into(), |b| format!("{b:.1}")),
                 out.gap().map_or("-".into(), |g| format!("{:.2}%", g * 100.0)),
-                out.objective / out.greedy_objective.max(1e-9),
+                out.objective / out.greedy_objective.max(gangplan::units::TOLERANCE),
                 placed(&out.assignment),
                 placed(&g.assignment),
                 out.status,

@@ -31,25 +31,6 @@ pub enum Emit {
     K8s,
 }
 
-/// Planner choice of a cron round.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum CronPlanner {
-    /// Greedy start, then the MIP (HiGHS); never worse than greedy.
-    Ilp,
-    /// The greedy bin-packer alone.
-    Greedy,
-}
-
-impl CronPlanner {
-    /// The library's planner kind.
-    pub fn kind(self) -> PlannerKind {
-        match self {
-            CronPlanner::Ilp => PlannerKind::Ilp,
-            CronPlanner::Greedy => PlannerKind::Greedy,
-        }
-    }
-}
-
 /// Flags both cron commands share.
 #[derive(Debug, Args)]
 pub struct CronFlags {
@@ -57,8 +38,8 @@ pub struct CronFlags {
     #[arg(long, value_name = "S")]
     pub time_limit: Option<f64>,
     /// Which planner.
-    #[arg(long, value_enum, default_value_t = CronPlanner::Ilp)]
-    pub planner: CronPlanner,
+    #[arg(long, value_enum, default_value_t = PlannerKind::Ilp)]
+    pub planner: PlannerKind,
     /// Log format on stderr (level from RUST_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -202,8 +183,7 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     if let Some(t) = a.cron.time_limit {
         inst.policy.time_limit = t;
     }
-    let planned =
-        plan_with_memory(inst, a.cron.planner.kind(), &memory).map_err(Failure::from_lib)?;
+    let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
     log_planned(&planned);
     write(&a.out.join("plan.json"), &plan_json(&planned.plan)?)?;
     emit_outputs(&a.cron, &planned.plan, &a.out)?;

@@ -9,11 +9,10 @@ use super::plan_cmd::{
 };
 use super::{exit, Failure};
 use clap::{Args, Subcommand};
+use gangplan::adapters::slurm::apply::{apply_actions, round_actions, Applied};
 use gangplan::adapters::slurm::{
-    build_round, plan_actions, Action, Conventions, RealSlurm, SlurmCli, SlurmError, Snapshot,
+    build_round, Action, Conventions, RealSlurm, SlurmCli, SlurmError, Snapshot,
 };
-use gangplan::cron::journal::{self, Entry};
-use gangplan::cron::memory::Released;
 use gangplan::cron::metrics::RoundMetrics;
 use gangplan::cron::round::plan_with_memory;
 use gangplan::cron::Memory;
@@ -134,36 +133,69 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         in_flight = round.in_flight.len(),
         "read cluster state"
     );
-    let planned =
-        plan_with_memory(inst, a.cron.planner.kind(), &memory).map_err(Failure::from_lib)?;
+    let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
     log_planned(&planned);
     let plan = &planned.plan;
-    let mut actions: Vec<Action> = memory
-        .released
-        .iter()
-        .filter(|(_, r)| now - r.at > a.start_timeout as i64)
-        .map(|(id, _)| Action::Rehold { job: id.clone() })
-        .collect();
-    actions.extend(plan_actions(&round, plan).map_err(|e| {
-        Failure::new(
-            exit::INTERNAL,
-            anyhow::anyhow!("the plan does not match the cluster (a bug): {e}"),
+    let actions =
+        round_actions(&round, plan, &memory.released, now, a.start_timeout).map_err(|e| {
+            Failure::new(
+                exit::INTERNAL,
+                anyhow::anyhow!("the plan does not match the cluster (a bug): {e}"),
+            )
+        })?;
+    print_round(round_no, a.apply, plan, &actions, &round.ignored);
+    let applied = if a.apply {
+        apply_actions(
+            &actions,
+            cli,
+            &state.journal(),
+            round_no,
+            &mut memory.released,
         )
-    })?);
+    } else {
+        Applied::default()
+    };
 
-    let verb = if a.apply { "doing" } else { "would" };
+    memory.placements = Memory::placements_of(plan);
+    let mut metrics = RoundMetrics::from_plan(plan);
+    metrics.kept = planned.kept.len() as u32;
+    metrics.applied = a.apply;
+    metrics.apply_failures = applied.failures;
+    metrics.timestamp = unix_now();
+    metrics.round_seconds = started.elapsed().as_secs_f64();
+    emit_outputs(&a.cron, plan, state.root())?;
+    save_round(&state, &memory, plan, &metrics)?;
+    match applied.first_error {
+        Some(e) => Err(Failure::new(
+            exit::IO,
+            anyhow::anyhow!("apply stopped after a failed Slurm command (re-run to finish): {e}"),
+        )),
+        None => Ok(exit::OK),
+    }
+}
+
+/// Print the round: the summary line, each action (with the reason of a preemption), the
+/// jobs left pending and the held jobs not planned.
+fn print_round(
+    round_no: u64,
+    apply: bool,
+    plan: &gangplan::plan::Plan,
+    actions: &[Action],
+    ignored: &[(String, String)],
+) {
+    let verb = if apply { "doing" } else { "would" };
     println!(
         "round {round_no}: {} to start, {} to preempt, {} left pending{}",
         plan.placements.len(),
         plan.preemptions.len(),
         plan.pending.len(),
-        if a.apply {
+        if apply {
             ""
         } else {
             " (dry run: nothing changed; --apply to carry it out)"
         }
     );
-    for act in &actions {
+    for act in actions {
         let why = match act {
             Action::Preempt { job } => plan
                 .preemptions
@@ -178,76 +210,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     for p in &plan.pending {
         println!("pending: job {}: {}", p.job, p.reason);
     }
-    for (id, why) in &round.ignored {
+    for (id, why) in ignored {
         println!("ignored: held job {id}: {why}");
-    }
-
-    let mut failures = 0u32;
-    let mut first_error = None;
-    if a.apply {
-        let mut applied = Vec::new();
-        for act in &actions {
-            let result = act.run(cli);
-            let entry = Entry {
-                time: unix_now(),
-                round: round_no,
-                action: act,
-                outcome: if result.is_ok() { "ok" } else { "failed" },
-                error: result.as_ref().err().map(|e| e.to_string()),
-            };
-            if let Err(e) = journal::append(&state.journal(), &entry) {
-                tracing::error!(error = %e, "could not write the journal");
-            }
-            match result {
-                Ok(()) => {
-                    tracing::info!(job = %act.job(), action = %act.describe(), "applied");
-                    match act {
-                        Action::Start { job, nodes, .. } => {
-                            memory.released.insert(
-                                job.clone(),
-                                Released {
-                                    nodes: nodes.clone(),
-                                    at: unix_now(),
-                                },
-                            );
-                        }
-                        Action::Rehold { job } => {
-                            memory.released.remove(job);
-                        }
-                        Action::Preempt { .. } => {}
-                    }
-                    applied.push(act.describe());
-                }
-                Err(e) => {
-                    failures += 1;
-                    tracing::error!(
-                        job = %act.job(),
-                        action = %act.describe(),
-                        error = %e,
-                        applied = ?applied,
-                        "apply stopped; what was applied is in the journal, the next round finishes the rest"
-                    );
-                    first_error = Some(e);
-                    break;
-                }
-            }
-        }
-    }
-
-    memory.placements = Memory::placements_of(plan);
-    let mut metrics = RoundMetrics::from_plan(plan);
-    metrics.kept = planned.kept.len() as u32;
-    metrics.applied = a.apply;
-    metrics.apply_failures = failures;
-    metrics.timestamp = unix_now();
-    metrics.round_seconds = started.elapsed().as_secs_f64();
-    emit_outputs(&a.cron, plan, state.root())?;
-    save_round(&state, &memory, plan, &metrics)?;
-    match first_error {
-        Some(e) => Err(Failure::new(
-            exit::IO,
-            anyhow::anyhow!("apply stopped after a failed Slurm command (re-run to finish): {e}"),
-        )),
-        None => Ok(exit::OK),
     }
 }

@@ -4,11 +4,10 @@ use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
-use gangplan::plan::{render_plan, validate_plan, Plan};
-use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
-use gangplan::topology::Topology;
+use gangplan::plan::Plan;
+use gangplan::round::{plan_round_with, RoundSettings};
+use gangplan::solve::{Formulation, PlannerKind, PlannerSetup};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Output format of a plan.
@@ -18,15 +17,6 @@ pub enum Format {
     Json,
     /// The same object as YAML.
     Yaml,
-}
-
-/// Planner choice on the command line.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum PlannerArg {
-    /// Greedy start, then the MIP (HiGHS); never worse than greedy.
-    Ilp,
-    /// The topology-aware greedy bin-packer alone.
-    Greedy,
 }
 
 /// MIP formulation on the command line.
@@ -55,8 +45,8 @@ pub struct SolveArgs {
     #[arg(long, value_name = "G", allow_negative_numbers = true)]
     pub gap: Option<f64>,
     /// Which planner.
-    #[arg(long, value_enum, default_value_t = PlannerArg::Ilp)]
-    pub planner: PlannerArg,
+    #[arg(long, value_enum, default_value_t = PlannerKind::Ilp)]
+    pub planner: PlannerKind,
     /// Plan output format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
@@ -120,37 +110,30 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     if let Some(g) = a.gap {
         inst.policy.mip_gap = g;
     }
-    let planner = match a.planner {
-        PlannerArg::Ilp => PlannerKind::Ilp,
-        PlannerArg::Greedy => PlannerKind::Greedy,
-    };
-    let deadline = started + Duration::from_secs_f64(inst.policy.time_limit);
     let formulation = match a.formulation {
         FormulationArg::Auto => Formulation::Auto,
         FormulationArg::PerNode => Formulation::PerNode,
         FormulationArg::Aggregated => Formulation::Aggregated,
     };
-    let opts = SolveOptions {
-        planner,
-        deadline,
-        mip_gap: inst.policy.mip_gap,
-        write_model: a.write_model.clone(),
-        formulation,
+    let settings = RoundSettings {
+        planner: a.planner,
+        started,
+        deadline: started + Duration::from_secs_f64(inst.policy.time_limit),
+        setup: PlannerSetup {
+            formulation,
+            write_model: a.write_model.clone(),
+            ..PlannerSetup::default()
+        },
     };
-    let inst = Arc::new(inst);
-    let topo = Arc::new(Topology::new(&inst));
-    let out = solve(&inst, &topo, &opts);
-    if let Some(note) = &out.note {
-        eprintln!("gangplan: {note}");
-    }
-    let info = out.solver_info(started.elapsed().as_secs_f64());
-    let plan = render_plan(&inst, &out.assignment, out.status, info);
-    validate_plan(&inst, &plan).map_err(|e| {
+    let plan = plan_round_with(inst, &settings).map_err(|e| {
         Failure::new(
             exit::INTERNAL,
             anyhow::anyhow!("refusing to write an invalid plan (a planner bug): {e}"),
         )
     })?;
+    if let Some(note) = &plan.solver.note {
+        eprintln!("gangplan: {note}");
+    }
     let text = encode(&plan, a.format).map_err(|e| Failure::new(exit::INTERNAL, e))?;
     match &a.out {
         Some(path) => gangplan::fsutil::write_atomic(path, text.as_bytes())

@@ -17,6 +17,7 @@ use crate::instance::Instance;
 use crate::objective::{evaluate, job_value};
 use crate::plan::{render_plan, validate_plan, Plan};
 use crate::topology::Topology;
+use crate::units::TOLERANCE;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Largest objective loss accepted to keep a placement, as a fraction of the job's value.
@@ -73,7 +74,7 @@ pub fn stabilize(
         };
         trial.placed.insert(j, set);
         let obj = evaluate(inst, &topo, &trial).total();
-        if obj + STAY_TOLERANCE * job_value(inst, job) + 1e-9 < objective {
+        if obj + STAY_TOLERANCE * job_value(inst, job) + TOLERANCE < objective {
             continue;
         }
         let candidate = render_plan(inst, &trial, plan.status, plan.solver.clone());

@@ -5,10 +5,8 @@ use super::baseline::{place_with, NodeOption};
 use super::placement::free::{gpu_free_milli, node_free_milli};
 use super::Planner;
 use crate::assignment::Assignment;
-use crate::instance::Instance;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::Topology;
 use crate::units::MILLI_PER_GPU;
 
 /// The best-fit choice: the option leaving the least GPU capacity free on its node (then on its
@@ -46,7 +44,7 @@ impl Planner for BestFit {
         "best-fit"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let before = ClusterState::new(inst);
         let mut state = RoundState::new(inst, &before);
         for j in 0..inst.pending.len() {

@@ -7,10 +7,8 @@ use super::baseline::place_with;
 use super::best_fit::best_fit_choice;
 use super::Planner;
 use crate::assignment::Assignment;
-use crate::instance::Instance;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::Topology;
 use std::collections::VecDeque;
 
 /// The DRF planner.
@@ -22,7 +20,7 @@ impl Planner for Drf {
         "drf"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let nt = inst.tenants.len();
         let gpu_total = (inst.gpus_usable() as f64).max(1.0);
         let cpu_total = inst.nodes.iter().filter_map(|n| n.cpu_milli).sum::<u64>() as f64;

@@ -17,10 +17,9 @@ use super::placement::free::{gpu_free_milli, node_free};
 use super::Planner;
 use crate::assignment::Assignment;
 pub use crate::instance::task_dist::{frag, frag_for, NodeFree, TaskDist, TaskType, COVERAGE};
-use crate::instance::{Instance, NodeIx};
+use crate::instance::NodeIx;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
-use crate::topology::Topology;
 use crate::units::{MILLI_PER_GPU, TOLERANCE};
 use std::sync::Arc;
 
@@ -45,7 +44,7 @@ impl Planner for Fgd {
         "fgd"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let own;
         let dist = match &self.dist {
             Some(d) => d.as_ref(),

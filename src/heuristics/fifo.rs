@@ -5,8 +5,6 @@
 use super::baseline::run_pass;
 use super::Planner;
 use crate::assignment::Assignment;
-use crate::instance::Instance;
-use crate::topology::Topology;
 
 /// The FIFO first-fit planner.
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,7 +15,7 @@ impl Planner for Fifo {
         "fifo"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let order: Vec<usize> = (0..inst.pending.len()).collect();
         run_pass(inst, topo, &order, &mut |_, _| Some(0))
     }

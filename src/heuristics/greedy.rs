@@ -35,7 +35,7 @@ impl Planner for Greedy {
         "greedy"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         portfolio(inst, topo, None)
     }
 }

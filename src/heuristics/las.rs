@@ -8,7 +8,6 @@
 use super::baseline::{place_with, placement_for, NodeOption};
 use super::Planner;
 use crate::assignment::Assignment;
-use crate::instance::Instance;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -29,7 +28,7 @@ impl Planner for Las {
         "las"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let mut order: Vec<usize> = (0..inst.pending.len()).collect();
         let p = &inst.pending;
         order.sort_by(|&a, &b| {

@@ -6,7 +6,6 @@ use super::baseline::run_pass;
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
-use crate::topology::Topology;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -38,7 +37,7 @@ impl Planner for RandomFit {
         "random"
     }
 
-    fn plan(&self, inst: &Instance, topo: &Topology) -> Assignment {
+    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
         let mut rng = ChaCha8Rng::seed_from_u64(mix(self.seed, inst));
         let order: Vec<usize> = (0..inst.pending.len()).collect();
         run_pass(inst, topo, &order, &mut |_, o| {

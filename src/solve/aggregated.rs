@@ -5,15 +5,18 @@
 //! (swap-out) from both plans, relocation moves improve the best, and the best plan found, or
 //! the greedy plan, is returned.
 
-use super::{BackendSettings, BackendStatus, MipBackend, SolveOptions, SolveOutcome};
+use super::{
+    Answered, BackendSettings, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend,
+    SolveOptions, Solver, SolverPlan,
+};
 use crate::assignment::Assignment;
 use crate::heuristics::greedy::{greedy_order, greedy_sequence, Order};
 use crate::heuristics::relocate::relocate;
 use crate::instance::Instance;
 use crate::model::aggregate;
 use crate::objective::{evaluate, job_spread};
-use crate::plan::Status;
 use crate::topology::Topology;
+use crate::units::TOLERANCE;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::{mpsc, Arc};
@@ -23,10 +26,6 @@ use std::time::Instant;
 /// Times a second-stage pass is run again with the chosen jobs it left waiting moved to the
 /// front (the first always; the others while a pass still fits before the swap-out's end).
 const PROMOTE_ROUNDS: usize = 3;
-/// Share of the round's budget HiGHS may spend on the aggregated model; the rest places its
-/// choice. The 10k-GPU bench rounds take HiGHS 0.23-0.27 s: at 0.6 a 0.5 s limit cut one of
-/// the three (greedy plan, gap 7.6%), at 0.7 none (0.32-0.38 s wall, gaps 0.36-0.40%).
-const MODEL_SHARE: f64 = 0.7;
 /// Rounds of the swap-out search after the second stage.
 const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
@@ -40,18 +39,18 @@ pub struct Running {
     answer: mpsc::Receiver<super::ThreadAnswer<Answer>>,
 }
 
-/// Build and solve the aggregated model on a thread of its own, within `budget` (the model
-/// needs no MIP start, so it runs while the greedy plans the round).
+/// Build and solve the aggregated model on a thread of its own, within the budget's share
+/// for it (the model needs no MIP start, so it runs while the greedy plans the round).
 pub fn start(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
-    budget: Duration,
+    budget: &Budget,
 ) -> std::io::Result<Running> {
     let settings = BackendSettings {
-        time_limit: budget.as_secs_f64() * MODEL_SHARE,
-        mip_gap: opts.mip_gap / 2.0,
+        time_limit: budget.aggregated_time_limit(),
+        mip_gap: Budget::aggregated_gap(opts.mip_gap),
         seed: inst.policy.seed,
         write_model: opts.write_model.clone(),
     };
@@ -99,123 +98,88 @@ pub fn start(
     Ok(Running { answer: rx })
 }
 
-/// The greedy's plan of the round, its objective, and the time it took.
-pub struct GreedyPlan {
-    /// The plan.
-    pub assignment: Assignment,
-    /// Its objective.
-    pub objective: f64,
-    /// Wall time of the greedy portfolio.
-    pub took: Duration,
+/// The aggregated model's choice and the solver's report.
+struct Choice {
+    /// Jobs the model starts.
+    chosen: BTreeSet<usize>,
+    /// Running jobs it preempts.
+    victims: Vec<usize>,
 }
 
-/// Wait for the aggregated model until `wait_until`, then place the jobs it chose first with
-/// the greedy machinery (when the time the greedy took, halved, still fits), and try leaving
-/// out the most-spread gangs while a greedy pass still fits before `swap_until`; the better of
-/// that plan and the greedy plan is returned.
+/// A second-stage plan: objective, assignment, the sequence that produced it, and the index
+/// of the order it started from (ties go to the earlier).
+type StagePlan = (f64, Assignment, Vec<usize>, usize);
+
+/// Wait for the aggregated model until the budget's work deadline, then place the jobs it
+/// chose first with the greedy machinery (when the time the greedy took, halved, still fits),
+/// and try leaving out the most-spread gangs while a greedy pass still fits before the
+/// budget's pass deadline; the plan when it beats the greedy one.
 pub fn finish(
     running: Running,
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
-    opts: &SolveOptions,
-    wait_until: Instant,
-    swap_until: Instant,
-    greedy: GreedyPlan,
-) -> SolveOutcome {
-    let GreedyPlan {
-        assignment: greedy,
-        objective: greedy_objective,
-        took: greedy_took,
-    } = greedy;
-    let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
-        assignment: greedy.clone(),
-        status: Status::Fallback,
-        path: "ilp",
-        objective: greedy_objective,
-        bound,
-        time_limit_hit: hit,
-        greedy_objective,
-        note,
-    };
-    let wait = wait_until.saturating_duration_since(Instant::now());
+    budget: &Budget,
+    greedy: &GreedyPlan,
+) -> Result<SolverPlan, Fallback> {
+    let wait = budget
+        .work_until()
+        .saturating_duration_since(Instant::now());
     let waited = Instant::now();
     let ((chosen, victims), status, bound) =
-        match super::await_answer(&running.answer, wait, "aggregated solver") {
-            Ok(a) => a,
-            Err((note, hit)) => return fallback(Some(note), None, hit),
-        };
-    let hit = status == BackendStatus::LimitWithIncumbent;
-    let stage_started = Instant::now();
+        super::await_answer(&running.answer, wait, Solver::Aggregated)?;
+    let answered = Answered {
+        bound,
+        time_limit_hit: status == BackendStatus::LimitWithIncumbent,
+    };
     tracing::debug!(
         waited_s = waited.elapsed().as_secs_f64(),
         "aggregated model answered"
     );
-    if Instant::now() + greedy_took / 2 > wait_until {
-        return fallback(
-            Some("no time left to place the aggregated model's choice; greedy plan used".into()),
-            bound,
-            hit,
-        );
+    if !budget.can_place_choice(greedy.took) {
+        return Err(Fallback::NoTimeToPlace(answered));
     }
-    // Second stage: the model's victims preempted, the chosen jobs first (largest and most
-    // constrained first, in two orders that differ on ties: the two passes run in parallel),
-    // then the rest in greedy order.
+    let choice = Choice { chosen, victims };
+    let (objective, assignment) = second_stage(inst, topo, &choice, budget, greedy.took);
+    log_second_stage(inst, topo, &choice, &assignment);
+    if objective <= greedy.objective + TOLERANCE {
+        return Err(Fallback::NoBetterThanGreedy(answered));
+    }
+    // The aggregate's bound proves the plan within the gap only when the gap says so.
+    Ok(SolverPlan {
+        assignment,
+        objective,
+        bound: answered.bound,
+        solved: true,
+        time_limit_hit: answered.time_limit_hit,
+        note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
+    })
+}
+
+/// Place the model's choice: the second-stage passes, swap-out from each, then relocation;
+/// the best objective and plan found.
+fn second_stage(
+    inst: &Instance,
+    topo: &Topology,
+    choice: &Choice,
+    budget: &Budget,
+    greedy_took: Duration,
+) -> (f64, Assignment) {
+    let stage_started = Instant::now();
+    let chosen = &choice.chosen;
     let order = greedy_order(inst, Order::ValuePerGpu);
-    let chosen_then_rest = |head: &[usize]| -> Vec<usize> {
-        head.iter()
-            .copied()
-            .filter(|j| chosen.contains(j))
-            .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
-            .collect()
-    };
-    let sequences = most_constrained_first(inst, topo).map(|o| chosen_then_rest(&o));
-    let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &victims);
-    // Each sequence's pass, then once more with the chosen jobs it left waiting moved to the
-    // front (they lost their room to jobs placed before them); the better of the two stays.
-    let mut plans: Vec<(f64, Assignment, Vec<usize>, usize)> = sequences
-        .par_iter()
-        .enumerate()
-        .map(|(i, sequence)| {
-            let scored = |seq: &[usize]| {
-                let a = pass(seq);
-                (evaluate(inst, topo, &a).total(), a)
-            };
-            let (mut obj, mut a) = scored(sequence);
-            let mut sequence = sequence.clone();
-            for round in 0..PROMOTE_ROUNDS {
-                if round > 0 && Instant::now() + greedy_took > swap_until.min(wait_until) {
-                    break;
-                }
-                let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence
-                    .iter()
-                    .partition(|j| chosen.contains(j) && !a.placed.contains_key(j));
-                if waiting.is_empty() {
-                    break;
-                }
-                let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
-                let (obj2, a2) = scored(&promoted);
-                if obj2 <= obj + 1e-9 {
-                    break;
-                }
-                (obj, a, sequence) = (obj2, a2, promoted);
-            }
-            (obj, a, sequence, i)
-        })
-        .collect();
+    let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims);
+    let plans = placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took);
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),
         first_order = plans[0].0,
         second_order = plans.get(1).map(|p| p.0),
         "second-stage passes done"
     );
-    // Best first; the earlier sequence on ties.
-    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
-    let Some((mut objective, mut assignment, _, _)) = plans.first().cloned() else {
-        return fallback(None, bound, hit);
-    };
+    // Two orders, so two plans; the best first.
+    let (mut objective, mut assignment) = (plans[0].0, plans[0].1.clone());
     // Swap-out from the best plans in turn, while time allows.
     for (obj, plan, sequence, _) in plans {
-        let until = swap_until.min(wait_until);
+        let until = budget.passes_until();
         let (obj, plan) = swap_out(
             inst,
             topo,
@@ -225,7 +189,7 @@ pub fn finish(
             greedy_took,
             until,
         );
-        if obj > objective + 1e-9 {
+        if obj > objective + TOLERANCE {
             (objective, assignment) = (obj, plan);
         }
     }
@@ -242,9 +206,9 @@ pub fn finish(
         .copied()
         .filter(|j| chosen.contains(j))
         .collect();
-    let relocated = relocate(inst, topo, &assignment, &insert, wait_until);
+    let relocated = relocate(inst, topo, &assignment, &insert, budget.work_until());
     let relocated_objective = evaluate(inst, topo, &relocated).total();
-    if relocated_objective > objective + 1e-9 {
+    if relocated_objective > objective + TOLERANCE {
         (objective, assignment) = (relocated_objective, relocated);
     }
     tracing::debug!(
@@ -252,56 +216,97 @@ pub fn finish(
         objective,
         "relocation done"
     );
-    if tracing::enabled!(tracing::Level::DEBUG) {
-        let terms = evaluate(inst, topo, &assignment);
-        let value = |js: &mut dyn Iterator<Item = &usize>| -> f64 {
-            js.map(|&j| crate::objective::job_value(inst, &inst.pending[j]))
-                .sum()
-        };
-        tracing::debug!(
-            chosen = chosen.len(),
-            chosen_value = value(&mut chosen.iter()),
-            victims = victims.len(),
-            victims_cost = victims
-                .iter()
-                .map(|&k| crate::objective::victim_cost(inst, &inst.running[k]))
-                .sum::<f64>(),
-            placed = assignment.placed.len(),
-            chosen_waiting = chosen
-                .iter()
-                .filter(|j| !assignment.placed.contains_key(j))
-                .count(),
-            placed_value = terms.value,
-            preempted = assignment.preempted.len(),
-            preemption = terms.preemption,
-            spread = terms.spread,
-            fairness = terms.fairness,
-            packing = terms.packing,
-            "second stage against the model's choice"
-        );
+    (objective, assignment)
+}
+
+/// The second-stage passes: the model's victims preempted, the chosen jobs first (largest and
+/// most constrained first, in two orders that differ on ties: the two passes run in parallel),
+/// then the rest in greedy `order`. Each sequence's pass runs again with the chosen jobs it
+/// left waiting moved to the front (they lost their room to jobs placed before them) while a
+/// pass still fits; the better stays. Best plan first, the earlier order on ties.
+fn placement_passes(
+    inst: &Instance,
+    topo: &Topology,
+    chosen: &BTreeSet<usize>,
+    order: &[usize],
+    pass: &(dyn Fn(&[usize]) -> Assignment + Sync),
+    budget: &Budget,
+    greedy_took: Duration,
+) -> Vec<StagePlan> {
+    let chosen_then_rest = |head: &[usize]| -> Vec<usize> {
+        head.iter()
+            .copied()
+            .filter(|j| chosen.contains(j))
+            .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
+            .collect()
+    };
+    let sequences = most_constrained_first(inst, topo).map(|o| chosen_then_rest(&o));
+    let mut plans: Vec<StagePlan> = sequences
+        .par_iter()
+        .enumerate()
+        .map(|(i, sequence)| {
+            let scored = |seq: &[usize]| {
+                let a = pass(seq);
+                (evaluate(inst, topo, &a).total(), a)
+            };
+            let (mut obj, mut a) = scored(sequence);
+            let mut sequence = sequence.clone();
+            for round in 0..PROMOTE_ROUNDS {
+                if round > 0 && !Budget::pass_fits(greedy_took, budget.passes_until()) {
+                    break;
+                }
+                let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence
+                    .iter()
+                    .partition(|j| chosen.contains(j) && !a.placed.contains_key(j));
+                if waiting.is_empty() {
+                    break;
+                }
+                let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
+                let (obj2, a2) = scored(&promoted);
+                if obj2 <= obj + TOLERANCE {
+                    break;
+                }
+                (obj, a, sequence) = (obj2, a2, promoted);
+            }
+            (obj, a, sequence, i)
+        })
+        .collect();
+    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
+    plans
+}
+
+/// The debug log of what the second stage made of the model's choice.
+fn log_second_stage(inst: &Instance, topo: &Topology, choice: &Choice, assignment: &Assignment) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
     }
-    if objective <= greedy_objective + 1e-9 {
-        return fallback(
-            Some(
-                "the aggregated model's choice placed no better than greedy; greedy plan used"
-                    .into(),
-            ),
-            bound,
-            hit,
-        );
-    }
-    // The aggregate's bound proves the plan within the gap only when the gap says so.
-    let note = Some("large round: aggregated model, jobs placed by best fit".to_string());
-    SolveOutcome::from_solver(
-        assignment,
-        objective,
-        bound,
-        true,
-        hit,
-        greedy_objective,
-        opts.mip_gap,
-        note,
-    )
+    let (chosen, victims) = (&choice.chosen, &choice.victims);
+    let terms = evaluate(inst, topo, assignment);
+    let value = |js: &mut dyn Iterator<Item = &usize>| -> f64 {
+        js.map(|&j| crate::objective::job_value(inst, &inst.pending[j]))
+            .sum()
+    };
+    tracing::debug!(
+        chosen = chosen.len(),
+        chosen_value = value(&mut chosen.iter()),
+        victims = victims.len(),
+        victims_cost = victims
+            .iter()
+            .map(|&k| crate::objective::victim_cost(inst, &inst.running[k]))
+            .sum::<f64>(),
+        placed = assignment.placed.len(),
+        chosen_waiting = chosen
+            .iter()
+            .filter(|j| !assignment.placed.contains_key(j))
+            .count(),
+        placed_value = terms.value,
+        preempted = assignment.preempted.len(),
+        preemption = terms.preemption,
+        spread = terms.spread,
+        fairness = terms.fairness,
+        packing = terms.packing,
+        "second stage against the model's choice"
+    );
 }
 
 /// Pending jobs largest first, and among jobs of one size the most constrained first: fewest
@@ -355,7 +360,7 @@ fn swap_out(
     let (mut objective, mut assignment) = start;
     let mut left_out: BTreeSet<usize> = BTreeSet::new();
     for _ in 0..SWAP_ROUNDS {
-        if Instant::now() + pass_takes > until {
+        if !Budget::pass_fits(pass_takes, until) {
             break;
         }
         let mut spread: Vec<(f64, usize)> = assignment
@@ -378,13 +383,14 @@ fn swap_out(
                 (evaluate(inst, topo, &a).total(), j, a)
             })
             .collect();
-        let Some((obj, j, a)) = trials
-            .into_iter()
-            .reduce(|x, y| if y.0 > x.0 + 1e-9 { y } else { x })
+        let Some((obj, j, a)) =
+            trials
+                .into_iter()
+                .reduce(|x, y| if y.0 > x.0 + TOLERANCE { y } else { x })
         else {
             break;
         };
-        if obj <= objective + 1e-9 {
+        if obj <= objective + TOLERANCE {
             break;
         }
         (objective, assignment) = (obj, a);

@@ -1,36 +1,42 @@
 //! One round, solved: greedy first (MIP start, fallback, floor), then the MIP under a
 //! deadline enforced outside HiGHS, then the better of the two, with objective, bound and gap
 //! recomputed from the returned assignment.
+//!
+//! - [`budget`]: the round's time budget; every phase asks it when to stop.
+//! - [`outcome`]: a solver's plan or the typed [`Fallback`] to the greedy plan, and the
+//!   [`SolveOutcome`] both become.
+//! - [`aggregated`]: large rounds (aggregated model, then a greedy second stage).
+//! - [`backend`], [`decode`]: HiGHS behind a trait, and its answer read back.
+//! - [`planner`]: [`PlannerKind`] (every planner by name) and the ILP as a
+//!   [`crate::heuristics::Planner`].
 
 pub mod aggregated;
 pub mod backend;
+pub mod budget;
 pub mod decode;
+pub mod outcome;
+pub mod planner;
 
 pub use backend::{BackendResult, BackendSettings, BackendStatus, Highs, MipBackend};
+pub use budget::Budget;
+pub use outcome::{Answered, Fallback, SolveOutcome, Solver, SolverPlan};
+pub use planner::{PlannerKind, PlannerSetup, SolvePlanner};
 
 use crate::assignment::Assignment;
 use crate::instance::Instance;
 use crate::model;
 use crate::objective::evaluate;
-use crate::plan::Status;
 use crate::topology::Topology;
+use crate::units::TOLERANCE;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-/// Which planner produces the round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlannerKind {
-    /// Greedy start, then the MIP.
-    Ilp,
-    /// Greedy only.
-    Greedy,
-}
-
 /// Settings of one solve.
 #[derive(Debug, Clone)]
 pub struct SolveOptions {
-    /// Which planner.
+    /// [`PlannerKind::Ilp`] runs the MIP after the greedy; any other kind returns the greedy
+    /// plan (the baselines are built by [`PlannerKind::planner`]).
     pub planner: PlannerKind,
     /// When the whole command must be done (the plan written).
     pub deadline: Instant,
@@ -67,27 +73,6 @@ impl SolveOptions {
     }
 }
 
-/// The result of a solve.
-#[derive(Debug, Clone)]
-pub struct SolveOutcome {
-    /// The decision.
-    pub assignment: Assignment,
-    /// optimal / feasible / fallback.
-    pub status: Status,
-    /// `ilp` or `greedy`.
-    pub path: &'static str,
-    /// Objective of the returned assignment.
-    pub objective: f64,
-    /// Proven upper bound, if any.
-    pub bound: Option<f64>,
-    /// Whether the time limit cut the solve.
-    pub time_limit_hit: bool,
-    /// Objective of the greedy plan.
-    pub greedy_objective: f64,
-    /// Why the plan is the greedy one, when it is.
-    pub note: Option<String>,
-}
-
 /// Rounds whose per-node model would have more (job, node) columns than this are solved with
 /// the aggregated model instead (the per-node model does not reach sub-minute rounds past a
 /// few hundred nodes on 2 cores).
@@ -116,103 +101,57 @@ pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
         .sum()
 }
 
-impl SolveOutcome {
-    /// The gap of the returned plan against the bound, where one exists.
-    pub fn gap(&self) -> Option<f64> {
-        self.bound
-            .map(|b| (b - self.objective) / self.objective.abs().max(1.0))
-    }
-
-    /// The plan's solver report, with the wall seconds of the command so far.
-    pub fn solver_info(&self, seconds: f64) -> crate::plan::SolverInfo {
-        crate::plan::SolverInfo {
-            path: self.path.to_string(),
-            seconds,
-            objective: self.objective,
-            bound: self.bound,
-            gap: self.gap(),
-            time_limit_hit: self.time_limit_hit,
-            greedy_objective: Some(self.greedy_objective),
-            note: self.note.clone(),
-        }
-    }
-
-    /// The outcome of a solver plan at least as good as greedy: `optimal` when the solver
-    /// finished (`solved`) and the recomputed gap is within `mip_gap`, else `feasible`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_solver(
-        assignment: Assignment,
-        objective: f64,
-        bound: Option<f64>,
-        solved: bool,
-        time_limit_hit: bool,
-        greedy_objective: f64,
-        mip_gap: f64,
-        note: Option<String>,
-    ) -> Self {
-        let gap = bound.map(|b| (b - objective) / objective.abs().max(1.0));
-        let proven = solved && gap.is_none_or(|g| g <= mip_gap + 1e-9);
-        SolveOutcome {
-            assignment,
-            status: if proven {
-                Status::Optimal
-            } else {
-                Status::Feasible
-            },
-            path: "ilp",
-            objective,
-            bound,
-            time_limit_hit,
-            greedy_objective,
-            note,
-        }
-    }
-}
-
-/// Time kept back from the deadline for rendering, validating and writing the plan: a tenth
-/// of the round (50-500 ms) plus the reasons of the jobs left waiting, which grow with nodes x
-/// pending jobs (0.4-0.7 s for 12,500 nodes and 20,000 jobs on the development machine with
-/// both cores, about twice that while a solver that overran its own limit holds one),
-/// never more than half the round.
-pub fn reserve(inst: &Instance, total: Duration) -> Duration {
-    let base = (total / 10).clamp(Duration::from_millis(50), Duration::from_millis(500));
-    let reasons = Duration::from_secs_f64(
-        inst.nodes.len() as f64 * inst.pending.len() as f64 * RENDER_SECONDS_PER_NODE_JOB,
-    );
-    (base + reasons).min(total / 2)
-}
-
-/// Share of the round after which the aggregated path starts no more repeat or swap-out
-/// passes. Rounds of up to ~10k GPUs converge long before. On the 100k-GPU bench rounds with a
-/// 10 s limit, since the second stage places the most constrained jobs first, 0.45 bought
-/// nothing over 0.3 (gaps 0.58%, 0.64%, 0.65% for seeds 1-3 either way) for 0.5-0.9 s more
-/// (4.3-4.8 s against 3.5-3.9 s); only the tight 100k round gained (2.14% against 3.00%).
-const SWAP_SHARE: f64 = 0.3;
-
-/// Measured rendering cost per (node, pending job) pair, seconds.
-const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
-
 /// What a solver thread sends back: its answer, or the panic that stopped it.
 type ThreadAnswer<T> = std::thread::Result<crate::Result<T>>;
 
-/// Wait up to `wait` for a solver thread's answer; when there is none, the plan's note (naming
-/// the `solver`) and whether the time limit cut it.
+/// Wait up to `wait` for a solver thread's answer; when there is none, why.
 fn await_answer<T>(
     rx: &mpsc::Receiver<ThreadAnswer<T>>,
     wait: Duration,
-    solver: &str,
-) -> std::result::Result<T, (String, bool)> {
+    solver: Solver,
+) -> Result<T, Fallback> {
     match rx.recv_timeout(wait) {
         Ok(Ok(Ok(a))) => Ok(a),
-        Ok(Ok(Err(e))) => Err((format!("{solver} failed ({e}); greedy plan used"), false)),
-        Ok(Err(_)) => Err((format!("{solver} panicked; greedy plan used"), false)),
-        Err(_) => Err((
-            format!(
-                "the {solver} did not return within the time limit ({:.2} s); greedy plan used",
-                wait.as_secs_f64()
-            ),
-            true,
-        )),
+        Ok(Ok(Err(e))) => Err(Fallback::SolverFailed {
+            solver,
+            error: e.to_string(),
+        }),
+        Ok(Err(_)) => Err(Fallback::Panicked(solver)),
+        Err(_) => Err(Fallback::NoAnswerInTime {
+            solver,
+            waited: wait,
+        }),
+    }
+}
+
+/// The greedy's plan of the round, its objective, and the time it took.
+pub struct GreedyPlan {
+    /// The plan.
+    pub assignment: Assignment,
+    /// Its objective.
+    pub objective: f64,
+    /// Wall time of the greedy portfolio.
+    pub took: Duration,
+}
+
+impl GreedyPlan {
+    /// The greedy portfolio, starting no pass after the budget's work deadline.
+    fn run(inst: &Instance, topo: &Topology, budget: &Budget) -> Self {
+        let started = Instant::now();
+        let assignment =
+            crate::heuristics::greedy::portfolio(inst, topo, Some(budget.work_until()));
+        let took = started.elapsed();
+        let objective = evaluate(inst, topo, &assignment).total();
+        tracing::debug!(
+            seconds = took.as_secs_f64(),
+            objective,
+            "greedy portfolio done"
+        );
+        GreedyPlan {
+            assignment,
+            objective,
+            took,
+        }
     }
 }
 
@@ -221,180 +160,131 @@ pub fn solve(inst: &Arc<Instance>, topo: &Arc<Topology>, opts: &SolveOptions) ->
     solve_with(inst, topo, opts, Arc::new(Highs))
 }
 
-/// Solve a round with a given backend.
+/// Whether the round is solved with the aggregated model.
+fn uses_aggregated(inst: &Instance, topo: &Topology, formulation: Formulation) -> bool {
+    match formulation {
+        Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
+        Formulation::PerNode => false,
+        Formulation::Aggregated => true,
+    }
+}
+
+/// Solve a round with a given backend: the greedy plan (while the aggregated model, for large
+/// rounds, solves on the other core), then, for the ILP, the solver's plan when it beats the
+/// greedy one, else the greedy plan with the [`Fallback`] that says why.
 pub fn solve_with(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
 ) -> SolveOutcome {
-    let round_started = Instant::now();
-    let total = opts.deadline.saturating_duration_since(round_started);
-    let reserved = reserve(inst, total);
-    let wait_until = opts.deadline - reserved;
-    let aggregated = opts.planner == PlannerKind::Ilp
-        && match opts.formulation {
-            Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
-            Formulation::PerNode => false,
-            Formulation::Aggregated => true,
-        };
+    let budget = Budget::new(inst, opts.deadline);
+    let ilp = opts.planner == PlannerKind::Ilp;
+    let aggregated = ilp && uses_aggregated(inst, topo, opts.formulation);
     // The aggregated model needs no MIP start: it runs while the greedy plans.
-    let early = if aggregated && total > Duration::from_millis(20) + reserved {
-        Some(aggregated::start(
-            inst,
-            topo,
-            opts,
-            Arc::clone(&backend),
-            total - reserved,
-        ))
-    } else {
-        None
+    let early = (aggregated && budget.can_start_aggregated())
+        .then(|| aggregated::start(inst, topo, opts, Arc::clone(&backend), &budget));
+    let greedy = GreedyPlan::run(inst, topo, &budget);
+    if !ilp {
+        return SolveOutcome::heuristic("greedy", greedy.assignment, greedy.objective);
+    }
+    let solved = match early {
+        Some(Ok(running)) => aggregated::finish(running, inst, topo, &budget, &greedy),
+        Some(Err(e)) => Err(Fallback::ThreadNotStarted(e.to_string())),
+        None if aggregated => Err(Fallback::NoTimeToStart),
+        None => solve_per_node(inst, topo, opts, backend, &budget, &greedy),
     };
-    let greedy_started = Instant::now();
-    let greedy = crate::heuristics::greedy::portfolio(inst, topo, Some(wait_until));
-    let greedy_took = greedy_started.elapsed();
-    let greedy_objective = evaluate(inst, topo, &greedy).total();
-    tracing::debug!(
-        seconds = greedy_took.as_secs_f64(),
-        objective = greedy_objective,
-        "greedy portfolio done"
-    );
-    let fallback = |note: Option<String>, bound: Option<f64>, hit: bool| SolveOutcome {
-        assignment: greedy.clone(),
-        status: Status::Fallback,
-        path: if opts.planner == PlannerKind::Greedy {
-            "greedy"
-        } else {
-            "ilp"
-        },
-        objective: greedy_objective,
-        bound,
-        time_limit_hit: hit,
-        greedy_objective,
-        note,
-    };
-    if opts.planner == PlannerKind::Greedy {
-        return fallback(None, None, false);
+    match solved {
+        Ok(plan) => plan.into_outcome(greedy.objective, opts.mip_gap),
+        Err(fallback) => fallback.into_outcome(greedy.assignment, greedy.objective),
     }
-    match early {
-        Some(Ok(running)) => {
-            return aggregated::finish(
-                running,
-                inst,
-                topo,
-                opts,
-                wait_until,
-                round_started + total.mul_f64(SWAP_SHARE),
-                aggregated::GreedyPlan {
-                    assignment: greedy,
-                    objective: greedy_objective,
-                    took: greedy_took,
-                },
-            )
-        }
-        Some(Err(e)) => {
-            return fallback(
-                Some(format!(
-                    "could not start the solver thread ({e}); greedy plan used"
-                )),
-                None,
-                false,
-            )
-        }
-        None if aggregated => {
-            return fallback(
-                Some("time limit reached before the MIP could start; greedy plan used".into()),
-                None,
-                true,
-            )
-        }
-        None => {}
-    }
-    let now = Instant::now();
-    let total = opts.deadline.saturating_duration_since(now);
-    let budget = total.saturating_sub(reserve(inst, total));
-    if budget < Duration::from_millis(20) {
-        return fallback(
-            Some("time limit reached before the MIP could start; greedy plan used".into()),
-            None,
-            true,
-        );
-    }
+}
+
+/// The answer of the per-node MIP: decision columns decoded, the backend's result, and the
+/// model's objective constant.
+type PerNodeAnswer = (model::start::Decision, BackendResult, f64);
+
+/// Build and solve the per-node MIP, started from the greedy plan, on a thread of its own.
+fn spawn_per_node(
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    greedy: &Assignment,
+    backend: Arc<dyn MipBackend>,
+    settings: BackendSettings,
+) -> std::io::Result<mpsc::Receiver<ThreadAnswer<PerNodeAnswer>>> {
     let (tx, rx) = mpsc::channel();
+    let (inst, topo, greedy) = (Arc::clone(inst), Arc::clone(topo), greedy.clone());
+    std::thread::Builder::new()
+        .name("gangplan-mip".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut m = model::build(&inst, &topo);
+                let start = model::start::start_values(&inst, &topo, &m, &greedy);
+                let constant = m.constant;
+                let columns = m.columns();
+                let vars = std::mem::take(&mut m.vars);
+                backend
+                    .solve(m, &start, &settings)
+                    .and_then(|r| check_columns(r, columns))
+                    .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
+            }));
+            let _ = tx.send(result);
+        })?;
+    Ok(rx)
+}
+
+/// The per-node MIP, started from the greedy plan, under the budget left after the greedy.
+fn solve_per_node(
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    opts: &SolveOptions,
+    backend: Arc<dyn MipBackend>,
+    budget: &Budget,
+    greedy: &GreedyPlan,
+) -> Result<SolverPlan, Fallback> {
+    let limits = budget
+        .per_node_limits(Instant::now())
+        .ok_or(Fallback::NoTimeToStart)?;
     let settings = BackendSettings {
-        time_limit: budget.as_secs_f64() * 0.9,
+        time_limit: limits.time_limit,
         mip_gap: opts.mip_gap,
         seed: inst.policy.seed,
         write_model: opts.write_model.clone(),
     };
-    let spawned = {
-        let (inst, topo, greedy) = (Arc::clone(inst), Arc::clone(topo), greedy.clone());
-        std::thread::Builder::new()
-            .name("gangplan-mip".into())
-            .spawn(move || {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let mut m = model::build(&inst, &topo);
-                    let start = model::start::start_values(&inst, &topo, &m, &greedy);
-                    let constant = m.constant;
-                    let columns = m.columns();
-                    let vars = std::mem::take(&mut m.vars);
-                    backend
-                        .solve(m, &start, &settings)
-                        .and_then(|r| check_columns(r, columns))
-                        .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
-                }));
-                let _ = tx.send(result);
-            })
+    let rx = spawn_per_node(inst, topo, &greedy.assignment, backend, settings)
+        .map_err(|e| Fallback::ThreadNotStarted(e.to_string()))?;
+    let (decision, result, constant) = await_answer(&rx, limits.wait, Solver::PerNode)?;
+    let answered = Answered {
+        bound: result.dual_bound.map(|b| b + constant),
+        time_limit_hit: result.status == BackendStatus::LimitWithIncumbent,
     };
-    if let Err(e) = spawned {
-        return fallback(
-            Some(format!(
-                "could not start the solver thread ({e}); greedy plan used"
-            )),
-            None,
-            false,
-        );
-    }
-    let answer = match await_answer(&rx, budget, "solver") {
-        Ok(a) => a,
-        Err((note, hit)) => return fallback(Some(note), None, hit),
-    };
-    let (decision, result, constant) = answer;
-    let bound = result.dual_bound.map(|b| b + constant);
-    let hit = result.status == BackendStatus::LimitWithIncumbent;
-    let assignment = match decode::to_assignment(inst, &decision) {
-        Ok(a) => a,
-        Err(e) => {
-            return fallback(
-                Some(format!("solver answer unusable ({e}); greedy plan used")),
-                bound,
-                hit,
-            )
+    let assignment =
+        decode::to_assignment(inst, &decision).map_err(|e| Fallback::AnswerUnusable {
+            error: e.to_string(),
+            answered,
+        })?;
+    crate::plan::validate::check_assignment(inst, &assignment).map_err(|e| {
+        Fallback::AnswerBrokeRule {
+            error: e.to_string(),
+            answered,
         }
-    };
-    if let Err(e) = crate::plan::validate::check_assignment(inst, &assignment) {
-        return fallback(
-            Some(format!(
-                "solver answer broke a rule ({e}); greedy plan used"
-            )),
-            bound,
-            hit,
-        );
-    }
+    })?;
     let objective = evaluate(inst, topo, &assignment).total();
-    if objective + 1e-9 < greedy_objective {
-        return fallback(Some(format!("solver incumbent {objective:.4} is below the greedy plan's {greedy_objective:.4}; greedy plan used")), bound, hit);
+    if objective + TOLERANCE < greedy.objective {
+        return Err(Fallback::BelowGreedy {
+            incumbent: objective,
+            greedy: greedy.objective,
+            answered,
+        });
     }
-    SolveOutcome::from_solver(
+    Ok(SolverPlan {
         assignment,
         objective,
-        bound,
-        result.status == BackendStatus::Optimal,
-        hit,
-        greedy_objective,
-        opts.mip_gap,
-        None,
-    )
+        bound: answered.bound,
+        solved: result.status == BackendStatus::Optimal,
+        time_limit_hit: answered.time_limit_hit,
+        note: None,
+    })
 }
 
 /// A backend's answer must give one finite value per column of the model; anything else is a

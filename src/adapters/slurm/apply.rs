@@ -6,12 +6,19 @@
 //! Slurm pushed ~2 minutes out) and `scontrol release X`. Because the job asks exactly as many
 //! nodes as it is pinned to and every other node is excluded, Slurm starts it on exactly those
 //! nodes, as soon as their GPUs are free. Slurm picks the GPU indices inside each node.
+//!
+//! [`apply_actions`] carries a round's actions out one by one, journaling each, and stops at
+//! the first failure (the next round reads the cluster afresh and finishes the rest).
 
 use super::cli::{check_job_id, check_node_name, command_line, SlurmCli};
 use super::convert::SlurmRound;
 use super::SlurmError;
+use crate::cron::journal::{self, Entry};
+use crate::cron::memory::Released;
 use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// One change to the cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,4 +162,99 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
         a.commands()?;
     }
     Ok(actions)
+}
+
+/// A round's actions: re-hold the jobs released more than `start_timeout` seconds before
+/// `now` that have not started (`released`), then [`plan_actions`].
+pub fn round_actions(
+    round: &SlurmRound,
+    plan: &Plan,
+    released: &BTreeMap<String, Released>,
+    now: i64,
+    start_timeout: u64,
+) -> Result<Vec<Action>, SlurmError> {
+    let mut actions: Vec<Action> = released
+        .iter()
+        .filter(|(_, r)| now - r.at > start_timeout as i64)
+        .map(|(id, _)| Action::Rehold { job: id.clone() })
+        .collect();
+    actions.extend(plan_actions(round, plan)?);
+    Ok(actions)
+}
+
+/// What applying a round's actions did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Actions that failed (0 or 1: the apply stops at the first).
+    pub failures: u32,
+    /// The failure that stopped the apply.
+    pub first_error: Option<SlurmError>,
+}
+
+/// Now, Unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Run `actions` in order through `cli`, appending each to the journal at `journal_path`
+/// (round `round`) right after it was tried, and stop at the first failure. Started jobs are
+/// recorded in `released` (they are held again when they never start), re-held ones removed.
+pub fn apply_actions(
+    actions: &[Action],
+    cli: &dyn SlurmCli,
+    journal_path: &Path,
+    round: u64,
+    released: &mut BTreeMap<String, Released>,
+) -> Applied {
+    let mut applied = Vec::new();
+    for act in actions {
+        let result = act.run(cli);
+        let entry = Entry {
+            time: unix_now(),
+            round,
+            action: act,
+            outcome: if result.is_ok() { "ok" } else { "failed" },
+            error: result.as_ref().err().map(|e| e.to_string()),
+        };
+        if let Err(e) = journal::append(journal_path, &entry) {
+            tracing::error!(error = %e, "could not write the journal");
+        }
+        if let Err(e) = result {
+            tracing::error!(
+                job = %act.job(),
+                action = %act.describe(),
+                error = %e,
+                applied = ?applied,
+                "apply stopped; what was applied is in the journal, the next round finishes the rest"
+            );
+            return Applied {
+                failures: 1,
+                first_error: Some(e),
+            };
+        }
+        tracing::info!(job = %act.job(), action = %act.describe(), "applied");
+        match act {
+            Action::Start { job, nodes, .. } => {
+                released.insert(
+                    job.clone(),
+                    Released {
+                        nodes: nodes.clone(),
+                        at: unix_now(),
+                    },
+                );
+            }
+            Action::Rehold { job } => {
+                released.remove(job);
+            }
+            Action::Preempt { .. } => {}
+        }
+        applied.push(act.describe());
+    }
+    Applied {
+        failures: 0,
+        first_error: None,
+    }
 }

@@ -1,0 +1,271 @@
+//! The round's time budget: every phase of a solve asks it when to stop.
+//!
+//! A round has one deadline (when the plan must be written). From it and the instance the
+//! budget derives, once, at the start of the solve:
+//!
+//! - the **reserve** kept back for the reasons of the jobs left waiting, rendering, validating
+//!   and writing the plan ([`Budget::reserve`]);
+//! - the **work deadline**, the deadline less the reserve: the greedy portfolio stops starting
+//!   passes there, and no solver is waited for past it ([`Budget::work_until`]);
+//! - whether there is time to start a MIP at all ([`Budget::can_start_aggregated`],
+//!   [`Budget::per_node_limits`]);
+//! - the MIP's own time limit and gap ([`Budget::aggregated_time_limit`],
+//!   [`Budget::aggregated_gap`], [`PerNodeLimits`]);
+//! - when the aggregated path's repeat and swap-out passes stop ([`Budget::passes_until`],
+//!   [`Budget::pass_fits`]) and whether its choice can still be placed
+//!   ([`Budget::can_place_choice`]);
+//! - when the reasons of the waiting jobs must be done ([`Budget::reasons_deadline`]).
+//!
+//! Every constant of the round's timing lives here, with the measurement behind it.
+
+use crate::instance::Instance;
+use std::time::{Duration, Instant};
+
+/// Shortest MIP solve worth starting: with less than this left after the reserve the round
+/// returns the greedy plan (a rule of thumb, not a measurement: building and presolving even
+/// a small model takes milliseconds).
+const MIN_SOLVE: Duration = Duration::from_millis(20);
+
+/// Share of the per-node MIP's budget given to HiGHS as its own time limit; the remaining
+/// tenth is the margin for HiGHS to stop and for the answer to be decoded before the solve
+/// thread stops being waited for (a margin chosen, not measured).
+const PER_NODE_SHARE: f64 = 0.9;
+
+/// Share of the round's budget HiGHS may spend on the aggregated model; the rest places its
+/// choice. The 10k-GPU bench rounds take HiGHS 0.23-0.27 s: at 0.6 a 0.5 s limit cut one of
+/// the three (greedy plan, gap 7.6%), at 0.7 none (0.32-0.38 s wall, gaps 0.36-0.40%).
+const MODEL_SHARE: f64 = 0.7;
+
+/// Share of the round after which the aggregated path starts no more repeat or swap-out
+/// passes. Rounds of up to ~10k GPUs converge long before. On the 100k-GPU bench rounds with a
+/// 10 s limit, since the second stage places the most constrained jobs first, 0.45 bought
+/// nothing over 0.3 (gaps 0.58%, 0.64%, 0.65% for seeds 1-3 either way) for 0.5-0.9 s more
+/// (4.3-4.8 s against 3.5-3.9 s); only the tight 100k round gained (2.14% against 3.00%).
+const SWAP_SHARE: f64 = 0.3;
+
+/// The aggregated model is solved to half the round's gap: its bound is looser than the
+/// per-node model's, and the second stage loses a little of the value it chose, so the model
+/// itself must be proved tighter for the plan to reach the round's gap.
+const AGGREGATED_GAP_FACTOR: f64 = 0.5;
+
+/// Placing the aggregated model's choice takes two greedy passes run in parallel; the
+/// portfolio runs up to five passes, so half of its wall time is taken as the time the
+/// placement needs (an estimate, not a measurement).
+const PLACE_SHARE_OF_GREEDY: u32 = 2;
+
+/// Measured rendering cost per (node, pending job) pair, seconds.
+const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
+
+/// Lower and upper clamp of the reserve's base (a tenth of the round).
+const RESERVE_BASE_MIN: Duration = Duration::from_millis(50);
+/// See [`RESERVE_BASE_MIN`].
+const RESERVE_BASE_MAX: Duration = Duration::from_millis(500);
+
+/// The time budget of one round, fixed at the start of its solve.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    started: Instant,
+    deadline: Instant,
+    total: Duration,
+    pairs: f64,
+    reserved: Duration,
+}
+
+/// The per-node MIP's limits, taken when it starts (after the greedy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PerNodeLimits {
+    /// How long the solver thread is waited for.
+    pub wait: Duration,
+    /// HiGHS's own time limit, seconds.
+    pub time_limit: f64,
+}
+
+impl Budget {
+    /// The budget of a round that starts now and must be done by `deadline`.
+    pub fn new(inst: &Instance, deadline: Instant) -> Self {
+        Self::starting_at(inst, Instant::now(), deadline)
+    }
+
+    /// The budget of a round that started at `started` and must be done by `deadline`.
+    pub fn starting_at(inst: &Instance, started: Instant, deadline: Instant) -> Self {
+        let pairs = inst.nodes.len() as f64 * inst.pending.len() as f64;
+        let total = deadline.saturating_duration_since(started);
+        Budget {
+            started,
+            deadline,
+            total,
+            pairs,
+            reserved: reserve_for(pairs, total),
+        }
+    }
+
+    /// The whole round, start to deadline.
+    pub fn total(&self) -> Duration {
+        self.total
+    }
+
+    /// Time kept back from the deadline for the reasons of the jobs left waiting, rendering,
+    /// validating and writing the plan: a tenth of the round (50-500 ms) plus the reasons,
+    /// which grow with nodes x pending jobs (0.4-0.7 s for 12,500 nodes and 20,000 jobs on the
+    /// development machine with both cores, about twice that while a solver that overran its
+    /// own limit holds one), never more than half the round.
+    pub fn reserve(&self) -> Duration {
+        self.reserved
+    }
+
+    /// The deadline less the reserve: the greedy starts no pass after it and no solver is
+    /// waited for past it.
+    pub fn work_until(&self) -> Instant {
+        self.deadline - self.reserved
+    }
+
+    /// When the reasons of the jobs left waiting must be done: the deadline less the part of
+    /// the reserve kept for rendering, validating and writing (its base, a tenth of the round).
+    pub fn reasons_deadline(&self) -> Instant {
+        self.deadline - reserve_base(self.total).min(self.reserved)
+    }
+
+    /// Whether the aggregated model is worth starting (it starts with the round, before the
+    /// greedy): more than [`MIN_SOLVE`] left after the reserve.
+    pub fn can_start_aggregated(&self) -> bool {
+        self.total > MIN_SOLVE + self.reserved
+    }
+
+    /// The aggregated model's solve budget: the round less the reserve.
+    pub fn aggregated_solve(&self) -> Duration {
+        self.total - self.reserved
+    }
+
+    /// HiGHS's time limit on the aggregated model, seconds: [`MODEL_SHARE`] of its budget.
+    pub fn aggregated_time_limit(&self) -> f64 {
+        self.aggregated_solve().as_secs_f64() * MODEL_SHARE
+    }
+
+    /// The gap the aggregated model is solved to, from the round's.
+    pub fn aggregated_gap(mip_gap: f64) -> f64 {
+        mip_gap * AGGREGATED_GAP_FACTOR
+    }
+
+    /// The per-node MIP's limits when it starts at `now` (after the greedy): the time left,
+    /// less a reserve taken on what is left, and HiGHS's share of that; `None` when less than
+    /// [`MIN_SOLVE`] is left.
+    pub fn per_node_limits(&self, now: Instant) -> Option<PerNodeLimits> {
+        let left = self.deadline.saturating_duration_since(now);
+        let wait = left.saturating_sub(reserve_for(self.pairs, left));
+        (wait >= MIN_SOLVE).then(|| PerNodeLimits {
+            wait,
+            time_limit: wait.as_secs_f64() * PER_NODE_SHARE,
+        })
+    }
+
+    /// When the aggregated path starts no more repeat or swap-out passes: [`SWAP_SHARE`] of
+    /// the round, and never after [`Budget::work_until`].
+    pub fn passes_until(&self) -> Instant {
+        (self.started + self.total.mul_f64(SWAP_SHARE)).min(self.work_until())
+    }
+
+    /// Whether one more pass taking `pass_takes`, started now, ends before `until`.
+    pub fn pass_fits(pass_takes: Duration, until: Instant) -> bool {
+        Instant::now() + pass_takes <= until
+    }
+
+    /// Whether the aggregated model's choice can still be placed now, given how long the
+    /// greedy portfolio took (see [`PLACE_SHARE_OF_GREEDY`]).
+    pub fn can_place_choice(&self, greedy_took: Duration) -> bool {
+        Self::pass_fits(greedy_took / PLACE_SHARE_OF_GREEDY, self.work_until())
+    }
+}
+
+/// A tenth of the round, clamped to 50-500 ms.
+fn reserve_base(total: Duration) -> Duration {
+    (total / 10).clamp(RESERVE_BASE_MIN, RESERVE_BASE_MAX)
+}
+
+/// The reserve of a round of `total` over `pairs` (node, pending job) pairs.
+fn reserve_for(pairs: f64, total: Duration) -> Duration {
+    let reasons = Duration::from_secs_f64(pairs * RENDER_SECONDS_PER_NODE_JOB);
+    (reserve_base(total) + reasons).min(total / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::solve::budget::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_reserve_is_a_tenth_clamped_plus_the_reasons_at_most_half() {
+        assert_eq!(reserve_for(0.0, Duration::from_secs(1)), ms(100));
+        assert_eq!(reserve_for(0.0, ms(200)), ms(50));
+        assert_eq!(reserve_for(0.0, Duration::from_secs(60)), ms(500));
+        // 12,500 nodes x 20,000 jobs: 1.25 s of reasons on top of the base.
+        assert_eq!(
+            reserve_for(12_500.0 * 20_000.0, Duration::from_secs(10)),
+            ms(500) + ms(1250)
+        );
+        assert_eq!(
+            reserve_for(1e12, Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(reserve_for(0.0, ms(60)), ms(30));
+    }
+
+    #[test]
+    fn phases_end_in_order() {
+        let start = Instant::now();
+        let b = Budget {
+            started: start,
+            deadline: start + Duration::from_secs(10),
+            total: Duration::from_secs(10),
+            pairs: 1e8,
+            reserved: reserve_for(1e8, Duration::from_secs(10)),
+        };
+        assert_eq!(b.reserve(), ms(1000));
+        assert_eq!(b.work_until(), start + ms(9000));
+        assert_eq!(b.reasons_deadline(), start + ms(9500));
+        assert_eq!(b.passes_until(), start + ms(3000));
+        assert!(b.can_start_aggregated());
+        assert!((b.aggregated_time_limit() - 9.0 * 0.7).abs() < 1e-12);
+        assert!(b.passes_until() <= b.work_until());
+        assert!(b.work_until() <= b.reasons_deadline());
+    }
+
+    #[test]
+    fn a_short_round_starts_no_mip() {
+        let start = Instant::now();
+        let total = ms(30);
+        let b = Budget {
+            started: start,
+            deadline: start + total,
+            total,
+            pairs: 0.0,
+            reserved: reserve_for(0.0, total),
+        };
+        assert!(!b.can_start_aggregated());
+        assert_eq!(b.per_node_limits(start), None);
+        assert_eq!(b.passes_until(), start + ms(9));
+    }
+
+    #[test]
+    fn the_per_node_limits_take_a_reserve_on_what_is_left() {
+        let start = Instant::now();
+        let total = Duration::from_secs(2);
+        let b = Budget {
+            started: start,
+            deadline: start + total,
+            total,
+            pairs: 0.0,
+            reserved: reserve_for(0.0, total),
+        };
+        let l = b.per_node_limits(start + ms(1000)).unwrap();
+        assert_eq!(l.wait, ms(900));
+        assert!((l.time_limit - 0.81).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_aggregated_gap_is_half_the_rounds() {
+        assert_eq!(Budget::aggregated_gap(0.01), 0.005);
+    }
+}
