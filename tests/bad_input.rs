@@ -655,6 +655,31 @@ fn huge_echoed_values_are_shortened() {
 }
 
 #[test]
+fn an_oversized_node_does_not_shift_the_nodes_after_it() {
+    // Node a is refused; b and c keep their own GPU counts in the messages of running jobs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shift.yaml");
+    std::fs::write(
+        &path,
+        "nodes:\n  - {name: a, gpus: 5000}\n  - {name: b, gpus: 8}\n  - {name: c, gpus: 4}\n\
+         running:\n  - {id: r1, gpus: {b: [7]}}\n  - {id: r2, gpus: {c: [5]}}\n",
+    )
+    .unwrap();
+    let out = run(&["solve", path.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_refused(
+        "oversized node",
+        &out,
+        &[
+            "nodes[0].gpus",
+            "expected at most 1024 GPUs per node",
+            "running[1].gpus.c[0]: GPU index 5 does not exist; node c has GPUs 0..3",
+        ],
+    );
+    assert!(!err.contains("running[0]"), "b has GPU 7: {err}");
+}
+
+#[test]
 fn many_issues_are_listed_up_to_a_cap() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("many.yaml");

@@ -57,12 +57,7 @@ pub fn load_raw(
     time_limit: Option<f64>,
 ) -> Result<(RawInstance, ModelLibrary), Failure> {
     if let Some(t) = time_limit {
-        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
-            return Err(Failure::new(
-                exit::BAD_INPUT,
-                anyhow::anyhow!("--time-limit is {t}; expected seconds in (0, 86400]"),
-            ));
-        }
+        super::check_time_limit_flag(t)?;
     }
     let lib = match models {
         Some(dir) => ModelLibrary::with_dir(dir).map_err(Failure::from_lib)?,

@@ -66,12 +66,7 @@ pub fn run(a: GenArgs) -> Result<i32, Failure> {
             return Err(bad(format!("{name} is {v}; expected a fraction in 0..=1")));
         }
     }
-    if !(a.time_limit.is_finite() && a.time_limit > 0.0 && a.time_limit <= 86_400.0) {
-        return Err(bad(format!(
-            "--time-limit is {}; expected seconds in (0, 86400]",
-            a.time_limit
-        )));
-    }
+    super::check_time_limit_flag(a.time_limit)?;
     if a.tenants > limits::MAX_TENANTS || a.pending > limits::MAX_JOBS / 2 {
         return Err(bad(format!(
             "--tenants is {} and --pending {}; expected at most {} tenants and {} pending jobs",

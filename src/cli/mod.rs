@@ -116,6 +116,12 @@ impl Failure {
     }
 }
 
+/// Check a `--time-limit` flag (seconds in (0, 86400], as `policy.time_limit`).
+pub fn check_time_limit_flag(seconds: f64) -> Result<f64, Failure> {
+    gangplan::instance::policy::check_time_limit(seconds)
+        .map_err(|e| Failure::new(exit::BAD_INPUT, anyhow::anyhow!("--time-limit {e}")))
+}
+
 /// Run the command line; returns the exit code.
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {

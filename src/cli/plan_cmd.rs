@@ -85,12 +85,7 @@ pub fn init_logging(format: LogFormat) {
 /// Check the shared flags.
 pub fn check_flags(f: &CronFlags) -> Result<(), Failure> {
     if let Some(t) = f.time_limit {
-        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
-            return Err(Failure::new(
-                exit::BAD_INPUT,
-                anyhow::anyhow!("--time-limit is {t}; expected seconds in (0, 86400]"),
-            ));
-        }
+        super::check_time_limit_flag(t)?;
     }
     if f.emit == Some(Emit::K8s) && !k8s::is_dns_label(&f.namespace) {
         return Err(Failure::new(

@@ -79,11 +79,7 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     }
     let bad = |m: String| Failure::new(exit::BAD_INPUT, anyhow::anyhow!(m));
     if let Some(t) = a.time_limit {
-        if !(t.is_finite() && t > 0.0 && t <= 86_400.0) {
-            return Err(bad(format!(
-                "--time-limit is {t}; expected seconds in (0, 86400]"
-            )));
-        }
+        super::check_time_limit_flag(t)?;
     }
     if let Some(g) = a.gap {
         if !(g.is_finite() && (0.0..=1.0).contains(&g)) {

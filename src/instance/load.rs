@@ -5,6 +5,7 @@
 //! SPEC.md, and echoed values are shortened so that a huge bad value cannot flood the terminal.
 
 use super::raw::RawInstance;
+use super::text::shorten;
 use super::Instance;
 use crate::error::{Error, InputIssue, Result};
 use crate::hardware::ModelLibrary;
@@ -346,14 +347,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
-}
-
-/// At most `max` characters of `s`, with an ellipsis and the full length when cut.
-pub fn shorten(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((cut, _)) => format!("{}... ({} characters in all)", &s[..cut], s.chars().count()),
-    }
 }
 
 /// Parse and validate an instance held in memory.

@@ -8,6 +8,7 @@ pub mod load;
 pub mod policy;
 pub mod raw;
 pub mod task_dist;
+pub mod text;
 pub mod validate;
 
 pub use load::{load_instance_file, parse_instance};
@@ -122,7 +123,7 @@ impl RunningJob {
     /// GPUs held in GPU units (a sharer holds `gpu_milli / 1000`).
     pub fn gpu_equivalent(&self) -> f64 {
         match self.gpu_milli {
-            Some(m) => m as f64 / 1000.0,
+            Some(m) => crate::units::gpu_units(m),
             None => self.gpu_count() as f64,
         }
     }
@@ -172,7 +173,7 @@ impl PendingJob {
     /// GPUs asked for in GPU units (a sharer asks `gpu_milli / 1000`).
     pub fn gpu_equivalent(&self) -> f64 {
         match self.gpu_milli {
-            Some(m) => m as f64 / 1000.0,
+            Some(m) => crate::units::gpu_units(m),
             None => self.gpus as f64,
         }
     }
@@ -228,10 +229,7 @@ pub struct Instance {
 impl Instance {
     /// Usable (not down) GPUs in the cluster.
     pub fn gpus_usable(&self) -> u32 {
-        self.nodes
-            .iter()
-            .map(|n| n.down.iter().filter(|d| !**d).count() as u32)
-            .sum()
+        self.nodes.iter().map(Node::usable).sum()
     }
 
     /// All GPUs in the cluster, down ones included.

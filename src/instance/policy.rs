@@ -149,3 +149,22 @@ impl Default for Policy {
         }
     }
 }
+
+/// Longest time limit accepted, in seconds (one day).
+pub const MAX_TIME_LIMIT_S: f64 = 86_400.0;
+
+/// A time limit that is not a number of seconds in (0, [`MAX_TIME_LIMIT_S`]]; it displays as
+/// the rest of a message that starts with the field or flag's name.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("is {0}; expected seconds in (0, {max}]", max = MAX_TIME_LIMIT_S)]
+pub struct BadTimeLimit(pub f64);
+
+/// The time limit `seconds`, checked: finite, above 0, at most [`MAX_TIME_LIMIT_S`].
+/// `policy.time_limit` and every command's `--time-limit` are held to it.
+pub fn check_time_limit(seconds: f64) -> Result<f64, BadTimeLimit> {
+    if seconds.is_finite() && seconds > 0.0 && seconds <= MAX_TIME_LIMIT_S {
+        Ok(seconds)
+    } else {
+        Err(BadTimeLimit(seconds))
+    }
+}

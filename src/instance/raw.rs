@@ -249,7 +249,7 @@ where
                 if map.contains_key(&key) {
                     return Err(A::Error::custom(format!(
                         "duplicate entry with key {:?}",
-                        super::load::shorten(&key, 64)
+                        super::text::shorten(&key, super::text::ECHO_CHARS)
                     )));
                 }
                 let value = access.next_value()?;

@@ -38,7 +38,7 @@ impl TaskType {
             cpu_milli: job.cpu_milli,
             memory_mib: job.memory_mib,
             gpus: job.gpus,
-            milli_per_gpu: job.gpu_milli.unwrap_or(1000),
+            milli_per_gpu: job.gpu_milli.unwrap_or(crate::units::MILLI_PER_GPU),
             gpu_types: job.gpu_types.clone(),
         }
     }

@@ -14,6 +14,7 @@
 
 use super::{CellCount, Ctx, MipModel, ShareSlot};
 use crate::state::{resource_share, GpuUse};
+use crate::units::MILLI_PER_GPU;
 use good_lp::Expression;
 
 /// Whole-GPU demand placed on node n: (priority, expression) per job with a cell there.
@@ -32,138 +33,159 @@ pub fn fresh_slots(m: &MipModel, n: usize) -> Expression {
     m.vars.fresh[n].iter().copied().sum()
 }
 
-/// Add the capacity rows.
+/// Add the capacity rows, node by node.
 pub fn add(ctx: &Ctx, m: &mut MipModel) {
+    for n in 0..ctx.inst.nodes.len() {
+        whole_gpus(ctx, m, n);
+        fresh_sharing_slots(ctx, m, n);
+        shared_gpus(ctx, m, n);
+        cpu_and_memory(ctx, m, n);
+    }
+}
+
+/// The whole-GPU row of node n.
+fn whole_gpus(ctx: &Ctx, m: &mut MipModel, n: usize) {
     let inst = ctx.inst;
-    for n in 0..inst.nodes.len() {
-        // Whole GPUs.
-        let users = whole_users(ctx, m, n);
-        let slots = fresh_slots(m, n);
-        if !users.is_empty() || !m.vars.fresh[n].is_empty() {
-            let mut lhs: Expression = users.into_iter().map(|(_, e)| e).sum::<Expression>() + slots;
-            for (k, r) in inst.running.iter().enumerate() {
-                if let (Some(p), None) = (m.vars.preempt[k], r.gpu_milli) {
-                    let on: usize = r
-                        .gpus
-                        .iter()
-                        .filter(|(rn, _)| *rn == n)
-                        .map(|(_, g)| {
-                            g.iter()
-                                .filter(|&&g| ctx.before.gpus[n][g as usize] == GpuUse::Whole(k))
-                                .count()
-                        })
-                        .sum();
-                    if on > 0 {
-                        lhs -= on as f64 * p;
-                    }
+    let users = whole_users(ctx, m, n);
+    let slots = fresh_slots(m, n);
+    if !users.is_empty() || !m.vars.fresh[n].is_empty() {
+        let mut lhs: Expression = users.into_iter().map(|(_, e)| e).sum::<Expression>() + slots;
+        for (k, r) in inst.running.iter().enumerate() {
+            if let (Some(p), None) = (m.vars.preempt[k], r.gpu_milli) {
+                let on: usize = r
+                    .gpus
+                    .iter()
+                    .filter(|(rn, _)| *rn == n)
+                    .map(|(_, g)| {
+                        g.iter()
+                            .filter(|&&g| ctx.before.gpus[n][g as usize] == GpuUse::Whole(k))
+                            .count()
+                    })
+                    .sum();
+                if on > 0 {
+                    lhs -= on as f64 * p;
                 }
-            }
-            m.constraints.push(lhs.leq(ctx.before.free_count(n) as f64));
-        }
-        // Fresh sharing slots.
-        for (i, &z) in m.vars.fresh[n].iter().enumerate() {
-            let mut lhs = Expression::from(0.0);
-            for (j, share) in m.vars.share.iter().enumerate() {
-                for (slot, s) in share {
-                    if *slot == ShareSlot::Fresh(n, i) {
-                        lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
-                    }
-                }
-            }
-            m.constraints.push((lhs - 1000.0 * z).leq(0.0));
-            if let Some(&next) = m.vars.fresh[n].get(i + 1) {
-                m.constraints.push((next - z).leq(0.0));
             }
         }
-        // Shared GPUs.
-        for (g, u) in ctx.before.gpus[n].iter().enumerate() {
-            let GpuUse::Shared { jobs, milli } = u else {
-                continue;
-            };
-            let mut lhs = Expression::from(0.0);
-            let mut any = false;
-            for (j, share) in m.vars.share.iter().enumerate() {
-                for (slot, s) in share {
-                    if *slot == ShareSlot::Existing(n, g as u32) {
-                        lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
-                        any = true;
-                    }
+        m.constraints.push(lhs.leq(ctx.before.free_count(n) as f64));
+    }
+}
+
+/// The rows of node n's fresh sharing slots.
+fn fresh_sharing_slots(ctx: &Ctx, m: &mut MipModel, n: usize) {
+    let inst = ctx.inst;
+    for (i, &z) in m.vars.fresh[n].iter().enumerate() {
+        let mut lhs = Expression::from(0.0);
+        for (j, share) in m.vars.share.iter().enumerate() {
+            for (slot, s) in share {
+                if *slot == ShareSlot::Fresh(n, i) {
+                    lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
                 }
             }
-            if !any {
-                continue;
-            }
-            for &k in jobs {
-                if let Some(p) = m.vars.preempt[k] {
-                    lhs.add_mul(-(inst.running[k].gpu_milli.unwrap_or(0) as f64), p);
-                }
-            }
-            m.constraints.push(lhs.leq(1000.0 - *milli as f64));
         }
-        // CPU and memory.
-        for (cap, job_total, run_total) in [
-            (
-                ctx.before.cpu_free[n],
-                &(|j: &crate::instance::PendingJob| j.cpu_milli)
-                    as &dyn Fn(&crate::instance::PendingJob) -> u64,
-                &(|r: &crate::instance::RunningJob| r.cpu_milli)
-                    as &dyn Fn(&crate::instance::RunningJob) -> u64,
-            ),
-            (
-                ctx.before.mem_free[n],
-                &|j: &crate::instance::PendingJob| j.memory_mib,
-                &|r: &crate::instance::RunningJob| r.memory_mib,
-            ),
-        ] {
-            let Some(free) = cap else { continue };
-            let mut lhs = Expression::from(0.0);
-            let mut any = false;
-            for (j, job) in inst.pending.iter().enumerate() {
-                let total = job_total(job);
-                if total == 0 {
-                    continue;
-                }
-                for cell in m.vars.cells[j].iter().filter(|c| c.node == n) {
+        m.constraints
+            .push((lhs - f64::from(MILLI_PER_GPU) * z).leq(0.0));
+        if let Some(&next) = m.vars.fresh[n].get(i + 1) {
+            m.constraints.push((next - z).leq(0.0));
+        }
+    }
+}
+
+/// The rows of node n's already shared GPUs.
+fn shared_gpus(ctx: &Ctx, m: &mut MipModel, n: usize) {
+    let inst = ctx.inst;
+    for (g, u) in ctx.before.gpus[n].iter().enumerate() {
+        let GpuUse::Shared { jobs, milli } = u else {
+            continue;
+        };
+        let mut lhs = Expression::from(0.0);
+        let mut any = false;
+        for (j, share) in m.vars.share.iter().enumerate() {
+            for (slot, s) in share {
+                if *slot == ShareSlot::Existing(n, g as u32) {
+                    lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
                     any = true;
-                    match cell.count {
-                        CellCount::Fixed(k) => {
-                            lhs.add_mul(resource_share(total, k, job.gpus) as f64, cell.used)
-                        }
-                        CellCount::Free(x, _) => {
-                            lhs.add_mul(total as f64 / job.gpus as f64, x);
-                            lhs.add_mul(1.0, cell.used);
-                        }
-                    }
-                }
-                for (slot, s) in &m.vars.share[j] {
-                    let (ShareSlot::Existing(sn, _) | ShareSlot::Fresh(sn, _)) = *slot;
-                    if sn == n {
-                        any = true;
-                        lhs.add_mul(total as f64, *s);
-                    }
-                }
-                for (cn, c) in &m.vars.cpu_only[j] {
-                    if *cn == n {
-                        any = true;
-                        lhs.add_mul(total as f64, *c);
-                    }
                 }
             }
-            if !any {
+        }
+        if !any {
+            continue;
+        }
+        for &k in jobs {
+            if let Some(p) = m.vars.preempt[k] {
+                lhs.add_mul(-(inst.running[k].gpu_milli.unwrap_or(0) as f64), p);
+            }
+        }
+        m.constraints
+            .push(lhs.leq(f64::from(MILLI_PER_GPU) - *milli as f64));
+    }
+}
+
+/// The CPU and memory rows of node n.
+fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
+    let inst = ctx.inst;
+    for (cap, job_total, run_total) in [
+        (
+            ctx.before.cpu_free[n],
+            &(|j: &crate::instance::PendingJob| j.cpu_milli)
+                as &dyn Fn(&crate::instance::PendingJob) -> u64,
+            &(|r: &crate::instance::RunningJob| r.cpu_milli)
+                as &dyn Fn(&crate::instance::RunningJob) -> u64,
+        ),
+        (
+            ctx.before.mem_free[n],
+            &|j: &crate::instance::PendingJob| j.memory_mib,
+            &|r: &crate::instance::RunningJob| r.memory_mib,
+        ),
+    ] {
+        let Some(free) = cap else { continue };
+        let mut lhs = Expression::from(0.0);
+        let mut any = false;
+        for (j, job) in inst.pending.iter().enumerate() {
+            let total = job_total(job);
+            if total == 0 {
                 continue;
             }
-            for (k, r) in inst.running.iter().enumerate() {
-                let Some(p) = m.vars.preempt[k] else { continue };
-                for (rn, idx) in &r.gpus {
-                    if *rn == n {
-                        lhs.add_mul(
-                            -(resource_share(run_total(r), idx.len() as u32, r.gpu_count()) as f64),
-                            p,
-                        );
+            for cell in m.vars.cells[j].iter().filter(|c| c.node == n) {
+                any = true;
+                match cell.count {
+                    CellCount::Fixed(k) => {
+                        lhs.add_mul(resource_share(total, k, job.gpus) as f64, cell.used)
+                    }
+                    CellCount::Free(x, _) => {
+                        lhs.add_mul(total as f64 / job.gpus as f64, x);
+                        lhs.add_mul(1.0, cell.used);
                     }
                 }
             }
-            m.constraints.push(lhs.leq(free.max(0) as f64));
+            for (slot, s) in &m.vars.share[j] {
+                let (ShareSlot::Existing(sn, _) | ShareSlot::Fresh(sn, _)) = *slot;
+                if sn == n {
+                    any = true;
+                    lhs.add_mul(total as f64, *s);
+                }
+            }
+            for (cn, c) in &m.vars.cpu_only[j] {
+                if *cn == n {
+                    any = true;
+                    lhs.add_mul(total as f64, *c);
+                }
+            }
         }
+        if !any {
+            continue;
+        }
+        for (k, r) in inst.running.iter().enumerate() {
+            let Some(p) = m.vars.preempt[k] else { continue };
+            for (rn, idx) in &r.gpus {
+                if *rn == n {
+                    lhs.add_mul(
+                        -(resource_share(run_total(r), idx.len() as u32, r.gpu_count()) as f64),
+                        p,
+                    );
+                }
+            }
+        }
+        m.constraints.push(lhs.leq(free.max(0) as f64));
     }
 }

@@ -23,6 +23,7 @@ pub mod capacity;
 pub mod fairness;
 pub mod gang;
 pub mod hard;
+pub mod holdings;
 pub mod packing;
 pub mod preemption;
 pub mod quota;
@@ -33,6 +34,7 @@ pub mod value;
 use crate::instance::{Instance, NodeIx};
 use crate::state::{ClusterState, GpuUse};
 use crate::topology::Topology;
+use crate::units::{MILLI_PER_GPU, TOLERANCE};
 use good_lp::{variable, Constraint, Expression, ProblemVariables, Variable};
 
 /// How many GPUs a (job, node) cell holds.
@@ -237,6 +239,8 @@ pub fn build(inst: &Instance, topo: &Topology) -> MipModel {
     m
 }
 
+/// The variables of every family: victims, fresh sharing slots, then each job's cells,
+/// sharing slots or CPU-only nodes, split binary and start binary.
 fn create_variables(ctx: &Ctx, m: &mut MipModel) {
     let inst = ctx.inst;
     let p = &mut m.problem;
@@ -264,94 +268,16 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
         let mut split = None;
         let quota_blocked = inst.tenants[job.tenant]
             .quota
-            .is_some_and(|q| job.gpu_equivalent() > q as f64 + 1e-9);
+            .is_some_and(|q| job.gpu_equivalent() > q as f64 + TOLERANCE);
         if !quota_blocked {
             if job.gpus == 0 {
                 for n in 0..inst.nodes.len() {
                     cpu_only.push((n, p.add(variable().binary())));
                 }
             } else if let Some(mj) = job.gpu_milli {
-                for n in
-                    (0..inst.nodes.len()).filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-                {
-                    for (g, u) in ctx.before.gpus[n].iter().enumerate() {
-                        if let GpuUse::Shared { jobs, milli } = u {
-                            let freeable: u32 = jobs
-                                .iter()
-                                .filter(|&&k| {
-                                    m.vars.preempt[k].is_some()
-                                        && inst.running[k].priority < job.priority
-                                })
-                                .map(|&k| inst.running[k].gpu_milli.unwrap_or(0))
-                                .sum();
-                            if 1000 - milli.min(&1000) + freeable >= mj {
-                                share.push((
-                                    ShareSlot::Existing(n, g as u32),
-                                    p.add(variable().binary()),
-                                ));
-                            }
-                        }
-                    }
-                    for i in 0..m.vars.fresh[n].len() {
-                        share.push((ShareSlot::Fresh(n, i), p.add(variable().binary())));
-                    }
-                }
+                share = sharer_slots(ctx, &m.vars, p, j, mj);
             } else {
-                let limit = job.node_limit();
-                let nodes: Vec<usize> = (0..inst.nodes.len())
-                    .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-                    .collect();
-                let pots: Vec<u32> = nodes.iter().map(|&n| ctx.potential(j, n)).collect();
-                if limit == 1 || job.gpus_per_node.is_some() {
-                    let k = if limit == 1 {
-                        job.gpus
-                    } else {
-                        job.gpus_per_node.unwrap_or(1)
-                    };
-                    for (&n, &pot) in nodes.iter().zip(&pots) {
-                        if pot >= k
-                            && !(limit == 1 && job.gpus_per_node.is_some_and(|g| g != job.gpus))
-                        {
-                            cells.push(Cell {
-                                node: n,
-                                used: p.add(variable().binary()),
-                                count: CellCount::Fixed(k),
-                                split: false,
-                            });
-                        }
-                    }
-                } else {
-                    // Whole on one node (fixed cells), or split over several (free cells,
-                    // each piece smaller than the gang when a whole placement exists).
-                    let single = pots.iter().any(|&pot| pot >= job.gpus);
-                    for (&n, &pot) in nodes.iter().zip(&pots) {
-                        if pot >= job.gpus {
-                            cells.push(Cell {
-                                node: n,
-                                used: p.add(variable().binary()),
-                                count: CellCount::Fixed(job.gpus),
-                                split: false,
-                            });
-                        }
-                    }
-                    let piece = if single { job.gpus - 1 } else { job.gpus };
-                    for (&n, &pot) in nodes.iter().zip(&pots) {
-                        let cap = pot.min(piece);
-                        if cap >= 1 {
-                            let used = p.add(variable().binary());
-                            let x = p.add(variable().integer().min(0).max(cap));
-                            cells.push(Cell {
-                                node: n,
-                                used,
-                                count: CellCount::Free(x, cap),
-                                split: single,
-                            });
-                        }
-                    }
-                    if single && cells.iter().any(|c| c.split) {
-                        split = Some(p.add(variable().binary()));
-                    }
-                }
+                (cells, split) = whole_cells(ctx, p, j);
             }
         }
         let reachable = !cells.is_empty() || !share.is_empty() || !cpu_only.is_empty();
@@ -363,6 +289,100 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
         m.vars.share.push(share);
         m.vars.cpu_only.push(cpu_only);
     }
+}
+
+/// s_jg of sharer j (asking `mj` thousandths): the shared GPUs with room for it once its
+/// lower-priority victims there are gone, and every fresh slot of the nodes it accepts.
+fn sharer_slots(
+    ctx: &Ctx,
+    vars: &Vars,
+    p: &mut ProblemVariables,
+    j: usize,
+    mj: u32,
+) -> Vec<(ShareSlot, Variable)> {
+    let inst = ctx.inst;
+    let job = &inst.pending[j];
+    let mut share = Vec::new();
+    for n in (0..inst.nodes.len()).filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type)) {
+        for (g, u) in ctx.before.gpus[n].iter().enumerate() {
+            if let GpuUse::Shared { jobs, milli } = u {
+                let freeable: u32 = jobs
+                    .iter()
+                    .filter(|&&k| {
+                        vars.preempt[k].is_some() && inst.running[k].priority < job.priority
+                    })
+                    .map(|&k| inst.running[k].gpu_milli.unwrap_or(0))
+                    .sum();
+                if MILLI_PER_GPU - milli.min(&MILLI_PER_GPU) + freeable >= mj {
+                    share.push((ShareSlot::Existing(n, g as u32), p.add(variable().binary())));
+                }
+            }
+        }
+        for i in 0..vars.fresh[n].len() {
+            share.push((ShareSlot::Fresh(n, i), p.add(variable().binary())));
+        }
+    }
+    share
+}
+
+/// The cells of whole-GPU job j, and its split binary when it may sit whole on one node or
+/// split over several.
+fn whole_cells(ctx: &Ctx, p: &mut ProblemVariables, j: usize) -> (Vec<Cell>, Option<Variable>) {
+    let inst = ctx.inst;
+    let job = &inst.pending[j];
+    let mut cells = Vec::new();
+    let limit = job.node_limit();
+    let nodes: Vec<usize> = (0..inst.nodes.len())
+        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .collect();
+    let pots: Vec<u32> = nodes.iter().map(|&n| ctx.potential(j, n)).collect();
+    if limit == 1 || job.gpus_per_node.is_some() {
+        let k = if limit == 1 {
+            job.gpus
+        } else {
+            job.gpus_per_node.unwrap_or(1)
+        };
+        for (&n, &pot) in nodes.iter().zip(&pots) {
+            if pot >= k && !(limit == 1 && job.gpus_per_node.is_some_and(|g| g != job.gpus)) {
+                cells.push(Cell {
+                    node: n,
+                    used: p.add(variable().binary()),
+                    count: CellCount::Fixed(k),
+                    split: false,
+                });
+            }
+        }
+        return (cells, None);
+    }
+    // Whole on one node (fixed cells), or split over several (free cells, each piece smaller
+    // than the gang when a whole placement exists).
+    let single = pots.iter().any(|&pot| pot >= job.gpus);
+    for (&n, &pot) in nodes.iter().zip(&pots) {
+        if pot >= job.gpus {
+            cells.push(Cell {
+                node: n,
+                used: p.add(variable().binary()),
+                count: CellCount::Fixed(job.gpus),
+                split: false,
+            });
+        }
+    }
+    let piece = if single { job.gpus - 1 } else { job.gpus };
+    for (&n, &pot) in nodes.iter().zip(&pots) {
+        let cap = pot.min(piece);
+        if cap >= 1 {
+            let used = p.add(variable().binary());
+            let x = p.add(variable().integer().min(0).max(cap));
+            cells.push(Cell {
+                node: n,
+                used,
+                count: CellCount::Free(x, cap),
+                split: single,
+            });
+        }
+    }
+    let split = (single && cells.iter().any(|c| c.split)).then(|| p.add(variable().binary()));
+    (cells, split)
 }
 
 /// Column values seen through good_lp's [`good_lp::Solution`] trait.

@@ -20,7 +20,7 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
     let inst = ctx.inst;
     let w = &inst.policy.weights;
     for (n, node) in inst.nodes.iter().enumerate() {
-        let usable = node.down.iter().filter(|d| !**d).count() as f64;
+        let usable = node.usable() as f64;
         let placed: Expression = whole_users(ctx, m, n)
             .into_iter()
             .map(|(_, e)| e)

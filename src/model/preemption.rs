@@ -18,6 +18,7 @@ use super::capacity::{fresh_slots, whole_users};
 use super::{Ctx, MipModel, ShareSlot};
 use crate::objective::victim_cost;
 use crate::state::GpuUse;
+use crate::units::MILLI_PER_GPU;
 use good_lp::Expression;
 use std::collections::BTreeSet;
 
@@ -116,7 +117,8 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
                         lhs.add_mul(-mk, p);
                     }
                 }
-                m.constraints.push(lhs.leq(1000.0 - *milli as f64));
+                m.constraints
+                    .push(lhs.leq(f64::from(MILLI_PER_GPU) - *milli as f64));
             }
         }
     }

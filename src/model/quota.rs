@@ -1,23 +1,39 @@
 //! Quotas: no tenant holds more than its quota after the round.
 //!
 //! ```text
-//! H_t = held_t - sum_{k of t} eq_k p_k + sum_{j of t} eq_j y_j       (eq: GPUs, or milli/1000)
+//! H_t = held_t - sum_{k of t} eq_k p_k + sum_{starts s of t} eq_s v_s   (see [`super::holdings`])
 //! tenant within its quota before the round (held_t <= q_t):
 //!   H_t <= q_t
 //! tenant above its quota before the round (held_t > q_t): it may start a job only once its
 //! own preemptions bring it under, and it is never forced down:
-//!   H_t <= q_t + (held_t - q_t) (1 - y_j)        for every job j of t
+//!   H_t <= q_t + (held_t - q_t) (1 - y_j)        for every job j of t       (per-node model)
 //! ```
-//! A job larger than its tenant's quota gets no variables at all.
+//! A job larger than its tenant's quota gets no variables at all. The aggregated model keeps
+//! the first row only, for every tenant within its quota (a relaxation for the others).
 
+use super::holdings::{self, TenantTerms};
 use super::{Ctx, MipModel};
-use good_lp::{Constraint, Expression, Variable};
+use crate::instance::Instance;
+use crate::units::TOLERANCE;
+use good_lp::{Constraint, Variable};
 
-/// The quota rows of every tenant (empty for tenants without a quota or without a job that
-/// can start), each with the start variable that relaxes it for an over-quota tenant, or
-/// `None` for the single row of a tenant within its quota.
-pub fn rows(ctx: &Ctx, m: &MipModel) -> Vec<Vec<(Constraint, Option<Variable>)>> {
-    let inst = ctx.inst;
+/// Which quota rows a model writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaRows {
+    /// The per-node model: rows for tenants with a job that can start; an over-quota tenant
+    /// gets one row per start.
+    Exact,
+    /// The aggregated model: one row for every tenant within its quota, none above it.
+    WithinQuota,
+}
+
+/// The quota rows of every tenant, each with the start variable that relaxes it for an
+/// over-quota tenant, or `None` for the single row of a tenant within its quota.
+pub fn rows_of(
+    inst: &Instance,
+    terms: &[TenantTerms],
+    form: QuotaRows,
+) -> Vec<Vec<(Constraint, Option<Variable>)>> {
     let held_before_round = crate::objective::held_before(inst);
     let mut out = Vec::with_capacity(inst.tenants.len());
     for (t, tenant) in inst.tenants.iter().enumerate() {
@@ -27,35 +43,35 @@ pub fn rows(ctx: &Ctx, m: &MipModel) -> Vec<Vec<(Constraint, Option<Variable>)>>
         };
         let q = q as f64;
         let held = held_before_round[t];
-        let mut change = Expression::from(0.0);
-        let mut starts = Vec::new();
-        for (j, job) in inst.pending.iter().enumerate() {
-            if let (true, Some(y)) = (job.tenant == t, m.vars.start[j]) {
-                change.add_mul(job.gpu_equivalent(), y);
-                starts.push(y);
-            }
-        }
-        if starts.is_empty() {
+        let starts = &terms[t].starts;
+        if form == QuotaRows::Exact && starts.is_empty() {
             out.push(Vec::new());
             continue;
         }
-        for (k, r) in inst.running.iter().enumerate() {
-            if let (true, Some(p)) = (r.tenant == t, m.vars.preempt[k]) {
-                change.add_mul(-r.gpu_equivalent(), p);
-            }
-        }
-        if held <= q + 1e-9 {
+        let change = terms[t].change();
+        if held <= q + TOLERANCE {
             out.push(vec![(change.leq(q - held), None)]);
-        } else {
+        } else if form == QuotaRows::Exact {
             out.push(
                 starts
-                    .into_iter()
-                    .map(|y| ((change.clone() + (held - q) * y).leq(0.0), Some(y)))
+                    .iter()
+                    .map(|&(_, y)| ((change.clone() + (held - q) * y).leq(0.0), Some(y)))
                     .collect(),
             );
+        } else {
+            out.push(Vec::new());
         }
     }
     out
+}
+
+/// The per-node model's quota rows of every tenant (see [`rows_of`]).
+pub fn rows(ctx: &Ctx, m: &MipModel) -> Vec<Vec<(Constraint, Option<Variable>)>> {
+    rows_of(
+        ctx.inst,
+        &holdings::per_node(ctx.inst, &m.vars),
+        QuotaRows::Exact,
+    )
 }
 
 /// Add the quota rows.

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Column values describing `a`, indexed by variable index.
 pub fn start_values(inst: &Instance, topo: &Topology, m: &MipModel, a: &Assignment) -> Vec<f64> {
-    let _ = topo;
     let before = ClusterState::new(inst);
     let mut col = vec![0.0; m.columns()];
     let vars = &m.vars;

@@ -3,7 +3,7 @@
 //! report.
 
 use super::health::down_reasons;
-use super::inventory::{InventoryError, Snapshot};
+use super::inventory::{InventoryError, Snapshot, FORMAT};
 use super::layout::{layout, Layout};
 use super::tables::{gpu_type_of, nvlink_gbps_per_link, pcie_gbps_per_lane};
 use crate::hardware::{HardwareModel, Interconnect, ModelLibrary};
@@ -11,9 +11,6 @@ use crate::instance::raw::RawNode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use thiserror::Error;
-
-/// Format tag of `discover`'s output.
-pub const FORMAT: &str = "gangplan-discover/1";
 
 /// Why a node could not be described.
 #[derive(Debug, Error)]

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use thiserror::Error;
 
+/// Format tag of `discover`'s output; [`Snapshot::from_text`] takes the inventory out of one.
+pub const FORMAT: &str = "gangplan-discover/1";
+
 /// Why the inventory could not be read.
 #[derive(Debug, Error)]
 pub enum InventoryError {
@@ -218,8 +221,7 @@ impl Snapshot {
     pub fn from_text(text: &str, source_name: &str) -> crate::Result<Self> {
         let parse = crate::instance::load::parse_document::<Self>;
         if let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(text) {
-            let is_output =
-                v.get("format").and_then(|f| f.as_str()) == Some(super::describe::FORMAT);
+            let is_output = v.get("format").and_then(|f| f.as_str()) == Some(FORMAT);
             if let (true, Some(inv)) = (is_output, v.get("inventory")) {
                 let inner = serde_json::to_string(inv)
                     .map_err(|e| crate::Error::input(source_name, "inventory", e.to_string()))?;

@@ -1,0 +1,220 @@
+//! Classes of interchangeable jobs, their counts and values, and what they take of each type.
+//!
+//! ```text
+//! n_c in Z+           jobs of class c that start
+//! z_c                 value of the class's best n_c jobs:  z_c <= F_c(k) + v_c,k+1 (n_c - k)
+//! x_ct in Z+          jobs of class c on GPU type t:       sum_t x_ct = n_c
+//! slots_t,L  += s_c x_ct    for size >= L        (s_c = 1 one-node, g_c / gpus_per_node)
+//! digits_t,L += g_c x_ct    for L dividing size
+//! ```
+//! (v_c,k: the class's job values net of their spread floors, best first; F_c(k) their prefix
+//! sums; see [`top_k_value`].) x_ct is integer where a job of the class lands on one type; a
+//! multi-node gang accepting several types may mix them, so its x_ct is continuous. CPU-only
+//! jobs use no GPU: one class each, counted at full value, a safe relaxation.
+
+use super::compact::CompactGang;
+use super::packing::TypeTake;
+use super::spread::SpreadFloor;
+use crate::instance::Instance;
+use crate::model::MipModel;
+use crate::objective::job_value;
+use crate::topology::Topology;
+use crate::units::{gpu_units, TOLERANCE};
+use good_lp::{variable, Expression, Variable, VariableDefinition};
+use std::collections::BTreeMap;
+
+/// What makes jobs interchangeable for capacity: accepted types, size, share, shape, whether
+/// they sit on one node, tenant, priority.
+type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
+
+/// The slots and digits rows of each (type, size level), built up by the classes.
+pub type LevelRows = BTreeMap<(usize, u32), (Expression, Expression)>;
+
+/// The classes and what they ask of each type.
+#[derive(Default)]
+pub struct Demand {
+    /// Each class's jobs, best first, and its count variable n_c.
+    pub classes: Vec<(Vec<usize>, Variable)>,
+    /// Per type: (priority, GPUs per job, x_ct) of the classes that may use it.
+    pub type_users: Vec<Vec<(i64, f64, Variable)>>,
+    /// Per type: what each class's jobs take, for the packing floor.
+    pub takes: Vec<Vec<TypeTake>>,
+    /// Slots and digits rows per (type, level).
+    pub level_rows: LevelRows,
+    /// Per tenant: (GPUs per job, n_c) of its GPU classes.
+    pub tenant_starts: Vec<Vec<(f64, Variable)>>,
+}
+
+/// Group the jobs into classes and add their variables and value rows.
+pub fn build(
+    inst: &Instance,
+    topo: &Topology,
+    integer: bool,
+    spread_floor: &mut SpreadFloor,
+    m: &mut MipModel,
+) -> Demand {
+    let ntypes = topo.type_names.len();
+    let mut class_of: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (j, job) in inst.pending.iter().enumerate() {
+        if job.gpus == 0 {
+            continue; // CPU-only jobs use no GPU: counted below at full value, a safe relaxation
+        }
+        if inst.tenants[job.tenant]
+            .quota
+            .is_some_and(|q| job.gpu_equivalent() > q as f64 + TOLERANCE)
+        {
+            continue;
+        }
+        let key: Key = (
+            topo.type_mask(job),
+            job.gpus,
+            job.gpu_milli,
+            job.gpus_per_node,
+            job.node_limit() == 1,
+            job.tenant,
+            job.priority,
+        );
+        class_of.entry(key).or_default().push(j);
+    }
+    let mut demand = Demand {
+        type_users: vec![Vec::new(); ntypes],
+        takes: (0..ntypes).map(|_| Vec::new()).collect(),
+        tenant_starts: vec![Vec::new(); inst.tenants.len()],
+        ..Demand::default()
+    };
+    for (key, members) in &class_of {
+        gpu_class(
+            inst,
+            topo,
+            integer,
+            spread_floor,
+            key,
+            members,
+            &mut demand,
+            m,
+        );
+    }
+    let int = |v: VariableDefinition| if integer { v.integer() } else { v };
+    // CPU-only jobs: value taken whole (they need no GPU), one class each.
+    for (j, _) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
+        let n_c = m.problem.add(int(variable().min(0).max(1)));
+        let ranked = top_k_value(inst, spread_floor, &[j], n_c, m);
+        demand.classes.push((ranked, n_c));
+    }
+    demand
+}
+
+/// One class of GPU jobs: n_c, z_c, and x_ct (with y_ct for a compact gang) per type.
+#[allow(clippy::too_many_arguments)]
+fn gpu_class(
+    inst: &Instance,
+    topo: &Topology,
+    integer: bool,
+    spread_floor: &mut SpreadFloor,
+    key: &Key,
+    members: &[usize],
+    demand: &mut Demand,
+    m: &mut MipModel,
+) {
+    let int = |v: VariableDefinition| if integer { v.integer() } else { v };
+    let units_are_nodes = topo.units == inst.nodes.len();
+    let (mask, gpus, milli, gpn, one_node, _, prio) = key;
+    let n_c = m
+        .problem
+        .add(int(variable().min(0).max(members.len() as f64)));
+    let ranked = top_k_value(inst, spread_floor, members, n_c, m);
+    let compact = (!*one_node && gpn.is_none() && milli.is_none() && units_are_nodes)
+        .then(|| CompactGang::of(inst, topo, spread_floor, members));
+    let eq = inst.pending[members[0]].gpu_equivalent();
+    demand.tenant_starts[inst.pending[members[0]].tenant].push((eq, n_c));
+    let mut sum_x = Expression::from(0.0);
+    let one_type = mask.iter().filter(|&&m| m).count() == 1;
+    for t in (0..topo.type_names.len()).filter(|&t| mask[t]) {
+        let def = variable().min(0).max(members.len() as f64);
+        let x_integer = *one_node || one_type;
+        let x = m.problem.add(if x_integer { int(def) } else { def });
+        sum_x += x;
+        let per_job = milli.map_or(*gpus as f64, gpu_units);
+        demand.type_users[t].push((*prio, per_job, x));
+        demand.takes[t].push(TypeTake {
+            least: if milli.is_some() { 0.0 } else { *gpus as f64 },
+            most: *gpus as f64,
+            count: x,
+        });
+        if let Some(gang) = &compact {
+            // y_ct: the jobs placed on the fewest nodes; the rest pay an extra node.
+            let y = m.problem.add(if x_integer {
+                int(variable().min(0))
+            } else {
+                variable().min(0)
+            });
+            m.constraints.push((y - x).leq(0.0));
+            m.objective -= gang.extra_node * (x - y);
+            let mut level = 2;
+            while level <= gang.least_per_node {
+                level_entry(&mut demand.level_rows, t, level)
+                    .0
+                    .add_mul((gang.nodes * (gang.least_per_node / level)) as f64, y);
+                level *= 2;
+            }
+        }
+        let (slots_per_job, piece) = match (gpn, one_node) {
+            (_, true) => (1.0, *gpus),
+            (Some(k), false) => ((*gpus / k) as f64, *k),
+            _ => (0.0, 0),
+        };
+        if slots_per_job > 0.0 && milli.is_none() {
+            let mut level = 2;
+            while level <= piece {
+                let e = level_entry(&mut demand.level_rows, t, level);
+                e.0.add_mul(slots_per_job, x);
+                if piece % level == 0 {
+                    e.1.add_mul(*gpus as f64, x);
+                }
+                level *= 2;
+            }
+        }
+    }
+    m.constraints.push((sum_x - n_c).eq(0.0));
+    demand.classes.push((ranked, n_c));
+}
+
+/// The slots and digits rows of (type t, level), empty on first use.
+fn level_entry(rows: &mut LevelRows, t: usize, level: u32) -> &mut (Expression, Expression) {
+    rows.entry((t, level))
+        .or_insert_with(|| (Expression::from(0.0), Expression::from(0.0)))
+}
+
+/// The value of the best n_c jobs of a class, as an epigraph: with v_1 >= v_2 >= ... the
+/// members' values net of their spread floors and F(k) = v_1 + ... + v_k (concave in k),
+///
+/// ```text
+/// z_c <= F(k) + v_{k+1} (n_c - k)      k = 0 .. K-1
+/// ```
+///
+/// so z_c = F(n_c) at every integer n_c: two non-zeros a row, no per-job variable. Returns the
+/// members best first (index on ties), the order in which a solution's n_c picks them.
+fn top_k_value(
+    inst: &Instance,
+    spread_floor: &mut SpreadFloor,
+    members: &[usize],
+    n_c: Variable,
+    m: &mut MipModel,
+) -> Vec<usize> {
+    let mut ranked: Vec<(f64, usize)> = members
+        .iter()
+        .map(|&j| {
+            let job = &inst.pending[j];
+            (job_value(inst, job) - spread_floor.of(job), j)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let z = m.problem.add(variable());
+    m.objective += z;
+    let mut prefix = 0.0;
+    for (k, &(v, _)) in ranked.iter().enumerate() {
+        m.constraints.push((z - v * n_c).leq(prefix - v * k as f64));
+        prefix += v;
+    }
+    ranked.into_iter().map(|(_, j)| j).collect()
+}
