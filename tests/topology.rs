@@ -78,8 +78,11 @@ fn links_carry_the_bandwidths_of_every_shipped_model() {
             _ => {}
         }
     }
-    // Across two nodes the NIC is the bottleneck (DGX H100 PCIe Gen5 is 128 GB/s).
-    let (a, b) = (inst.node_by_name["n-dgx-h100"], inst.node_by_name["n-dgx-a100"]);
+    // Across two nodes with PCIe Gen5 (128 GB/s) the NIC is the bottleneck; with the DGX
+    // A100's PCIe Gen4 (64 GB/s) it is PCIe.
+    let (a, b) = (inst.node_by_name["n-dgx-h100"], inst.node_by_name["n-dgx-b200"]);
+    let c = inst.node_by_name["n-dgx-a100"];
+    assert_eq!(topo.bottleneck_gbps((a, 0), (c, 0)), 64.0);
     assert_eq!(topo.tier_between((a, 0), (b, 0)), Tier::Pod);
     assert_eq!(topo.bottleneck_gbps((a, 0), (b, 0)), NIC_GBPS);
 }
