@@ -80,7 +80,10 @@ fn links_carry_the_bandwidths_of_every_shipped_model() {
     }
     // Across two nodes with PCIe Gen5 (128 GB/s) the NIC is the bottleneck; with the DGX
     // A100's PCIe Gen4 (64 GB/s) it is PCIe.
-    let (a, b) = (inst.node_by_name["n-dgx-h100"], inst.node_by_name["n-dgx-b200"]);
+    let (a, b) = (
+        inst.node_by_name["n-dgx-h100"],
+        inst.node_by_name["n-dgx-b200"],
+    );
     let c = inst.node_by_name["n-dgx-a100"];
     assert_eq!(topo.bottleneck_gbps((a, 0), (c, 0)), 64.0);
     assert_eq!(topo.tier_between((a, 0), (b, 0)), Tier::Pod);
@@ -112,7 +115,11 @@ fn span_tiers_of_hand_built_gangs() {
         );
         let between = topo.tier_between(pair.0, pair.1);
         // Two GPUs of one socket on the L40S meet over PCIe, of one DGX over NVLink.
-        let want = if tier == Tier::Nvlink && first.0 == "l1" { Tier::Pcie } else { tier };
+        let want = if tier == Tier::Nvlink && first.0 == "l1" {
+            Tier::Pcie
+        } else {
+            tier
+        };
         assert_eq!(between, want, "{parts:?}");
     }
     // The NVL72 domain keeps tray-to-tray traffic at the tray's NVLink bandwidth.
@@ -145,7 +152,13 @@ fn communication_heavy_gangs_cost_more_at_each_wider_tier() {
     assert!(close(cluster, 8.0 * (0.3 + 0.6 + 1.0)), "{cluster}");
     assert!(node <= domain && domain < rack && rack < pod && pod < cluster);
     // A split across the L40S sockets costs split_island (1.3) - 1 per split node.
-    let split = spread_penalty(&topo.span(&inst, &gang(&inst, &[("l1", &[1, 2])])), 1, 2, &s, 1.0);
+    let split = spread_penalty(
+        &topo.span(&inst, &gang(&inst, &[("l1", &[1, 2])])),
+        1,
+        2,
+        &s,
+        1.0,
+    );
     assert!(close(split, 2.0 * 0.3), "{split}");
 }
 
@@ -160,7 +173,10 @@ fn gpu_indices_on_a_pcie_pair_node() {
     assert_eq!(choose_on(f, &[1, 2, 3, 4, 5, 6, 7], 2).unwrap(), vec![2, 3]);
     assert_eq!(choose_on(f, &all, 4).unwrap(), vec![0, 1, 2, 3]);
     // Socket 0 offers only two unpaired GPUs: the four come from socket 1's two pairs.
-    assert_eq!(choose_on(f, &[0, 2, 4, 5, 6, 7], 4).unwrap(), vec![4, 5, 6, 7]);
+    assert_eq!(
+        choose_on(f, &[0, 2, 4, 5, 6, 7], 4).unwrap(),
+        vec![4, 5, 6, 7]
+    );
     assert!(f.split(&[0, 2]));
     assert!(!f.split(&[0, 1, 2, 3]));
     // Two pairs on two sockets: the PCIe traffic crosses the socket link it need not.

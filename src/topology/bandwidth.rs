@@ -59,7 +59,8 @@ pub struct NodeBandwidth {
 impl NodeBandwidth {
     /// The node's bandwidths: from its hardware model when `models` has it, else defaults.
     pub fn of(node: &Node, models: &ModelLibrary) -> Self {
-        let model: Option<&HardwareModel> = node.model.as_ref().and_then(|m| models.hardware.get(m));
+        let model: Option<&HardwareModel> =
+            node.model.as_ref().and_then(|m| models.hardware.get(m));
         NodeBandwidth {
             nvlink: model.map_or(DEFAULT_NVLINK_GBPS, |m| m.nvlink_gbps),
             pcie: model.map_or(DEFAULT_PCIE_GBPS, |m| m.pcie_gbps),

@@ -24,12 +24,24 @@ pub fn node_links(node: &Node, bw: &NodeBandwidth) -> Vec<(Local, Local, Link)> 
     for (i, island) in node.islands.iter().enumerate() {
         if island.len() > 1 {
             let nvlink = Link::new(LinkKind::Nvlink, bw.nvlink);
-            links.extend(island.iter().map(|&g| (Local::Island(i), Local::Gpu(g), nvlink)));
+            links.extend(
+                island
+                    .iter()
+                    .map(|&g| (Local::Island(i), Local::Gpu(g), nvlink)),
+            );
         }
     }
     for g in 0..node.gpus {
-        let s = node.numa.iter().position(|set| set.contains(&g)).unwrap_or(0);
-        links.push((Local::Socket(s), Local::Gpu(g), Link::new(LinkKind::Pcie, bw.pcie)));
+        let s = node
+            .numa
+            .iter()
+            .position(|set| set.contains(&g))
+            .unwrap_or(0);
+        links.push((
+            Local::Socket(s),
+            Local::Gpu(g),
+            Link::new(LinkKind::Pcie, bw.pcie),
+        ));
     }
     links
 }
@@ -69,7 +81,9 @@ impl NodeFabric {
         let mut groups = 0u32;
         for &(from, to, link) in links {
             match (from, to, link.kind) {
-                (Local::Island(i), Local::Gpu(g), LinkKind::Nvlink) if group[g as usize].is_none() => {
+                (Local::Island(i), Local::Gpu(g), LinkKind::Nvlink)
+                    if group[g as usize].is_none() =>
+                {
                     let id = *island_group[i].get_or_insert_with(|| {
                         groups += 1;
                         groups - 1
@@ -151,7 +165,8 @@ impl NodeFabric {
             return true;
         }
         groups > 1
-            && distinct(idx.iter().map(|&g| self.socket[g as usize])) > k.div_ceil(self.largest_socket)
+            && distinct(idx.iter().map(|&g| self.socket[g as usize]))
+                > k.div_ceil(self.largest_socket)
     }
 }
 

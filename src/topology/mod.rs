@@ -357,7 +357,11 @@ fn build_graph(
     let rack_v: Vec<_> = (0..inst.racks.len())
         .map(|r| {
             let v = graph.add_node(Vertex::Rack(r));
-            graph.add_edge(pod_v[inst.rack_pod[r]], v, Link::new(LinkKind::RackUplink, net.rack_uplink));
+            graph.add_edge(
+                pod_v[inst.rack_pod[r]],
+                v,
+                Link::new(LinkKind::RackUplink, net.rack_uplink),
+            );
             v
         })
         .collect();
@@ -372,7 +376,11 @@ fn build_graph(
         if let Some(d) = &node.nvlink_domain {
             let dv = *domain_v.entry(d.as_str()).or_insert_with(|| {
                 let v = graph.add_node(Vertex::NvlinkDomain(d.clone()));
-                graph.add_edge(rack_v[node.rack], v, Link::new(LinkKind::RackUplink, net.rack_uplink));
+                graph.add_edge(
+                    rack_v[node.rack],
+                    v,
+                    Link::new(LinkKind::RackUplink, net.rack_uplink),
+                );
                 v
             });
             graph.add_edge(dv, nv, Link::new(LinkKind::Nvlink, bw.nvlink));
@@ -392,7 +400,9 @@ fn build_graph(
             Local::Island(i) => *islands
                 .entry(i)
                 .or_insert_with(|| graph.add_node(Vertex::Island(n, i))),
-            Local::Gpu(g) => *gpu_v[g as usize].get_or_insert_with(|| graph.add_node(Vertex::Gpu(n, g))),
+            Local::Gpu(g) => {
+                *gpu_v[g as usize].get_or_insert_with(|| graph.add_node(Vertex::Gpu(n, g)))
+            }
         };
         for &(a, b, link) in &links {
             let (va, vb) = (vertex(&mut graph, a), vertex(&mut graph, b));
@@ -427,7 +437,11 @@ fn read_locality(
     for (n, &nv) in node_vertex.iter().enumerate() {
         let mut domain = None;
         for e in graph.edges(nv) {
-            let other = if e.source() == nv { e.target() } else { e.source() };
+            let other = if e.source() == nv {
+                e.target()
+            } else {
+                e.source()
+            };
             match (&graph[other], e.weight().kind) {
                 (Vertex::Rack(r), LinkKind::Nic) => {
                     rack_of[n] = *r;
