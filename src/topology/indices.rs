@@ -1,14 +1,24 @@
-//! GPU indices inside one node: keep a gang inside one NVLink island, then one NUMA half.
+//! GPU indices inside one node, chosen on the node's links ([`NodeFabric`]): keep a gang
+//! inside one NVLink group, then on one CPU socket, so its paths cross as few slow links as
+//! the free GPUs allow.
 
+use super::fabric::NodeFabric;
 use crate::instance::Node;
 
 /// Choose `count` GPUs out of `allowed` (sorted ascending) on `node`.
 ///
-/// Preference, deterministic: the smallest island that holds the whole request (best fit, so
-/// large islands stay whole); else islands with the most allowed GPUs first, staying inside one
-/// NUMA half when it can; ties broken by lowest index. Returns `None` when fewer than `count`
-/// GPUs are allowed.
+/// See [`choose_on`]; the node's fabric is read off its links.
 pub fn choose_indices(node: &Node, allowed: &[u32], count: u32) -> Option<Vec<u32>> {
+    choose_on(&NodeFabric::of(node), allowed, count)
+}
+
+/// Choose `count` GPUs out of `allowed` (sorted ascending) on a node of layout `fabric`.
+///
+/// Preference, deterministic: the smallest NVLink group that holds the whole request (best
+/// fit, so large groups stay whole); else groups with the most allowed GPUs first, staying on
+/// one socket when it can; ties broken by lowest index. Returns `None` when fewer than
+/// `count` GPUs are allowed.
+pub fn choose_on(fabric: &NodeFabric, allowed: &[u32], count: u32) -> Option<Vec<u32>> {
     let count = count as usize;
     if allowed.len() < count {
         return None;
@@ -16,22 +26,17 @@ pub fn choose_indices(node: &Node, allowed: &[u32], count: u32) -> Option<Vec<u3
     if count == 0 {
         return Some(Vec::new());
     }
-    // Groups of allowed GPUs per island (GPUs in no island form singleton groups).
-    let mut groups: Vec<Vec<u32>> = node
-        .islands
-        .iter()
-        .map(|isl| {
-            allowed
-                .iter()
-                .copied()
-                .filter(|g| isl.contains(g))
-                .collect::<Vec<_>>()
-        })
-        .filter(|g: &Vec<u32>| !g.is_empty())
-        .collect();
+    // Allowed GPUs per NVLink group, each ascending.
+    let mut slot: Vec<Option<usize>> = vec![None; fabric.groups as usize];
+    let mut groups: Vec<Vec<u32>> = Vec::new();
     for &g in allowed {
-        if !node.islands.iter().any(|isl| isl.contains(&g)) {
-            groups.push(vec![g]);
+        let id = fabric.group[g as usize] as usize;
+        match slot[id] {
+            Some(i) => groups[i].push(g),
+            None => {
+                slot[id] = Some(groups.len());
+                groups.push(vec![g]);
+            }
         }
     }
     // Best fit: smallest group that holds the request.
@@ -42,11 +47,14 @@ pub fn choose_indices(node: &Node, allowed: &[u32], count: u32) -> Option<Vec<u3
     {
         return Some(best[..count].to_vec());
     }
-    // Otherwise try inside one NUMA half first, then the whole node.
-    let numa_of = |g: u32| node.numa.iter().position(|s| s.contains(&g)).unwrap_or(0);
+    // Otherwise try on one socket first (a group counts on the socket of its first GPU), then
+    // the whole node.
     let mut candidates: Vec<Vec<u32>> = Vec::new();
-    for half in 0..node.numa.len().max(1) {
-        let mut inside: Vec<&Vec<u32>> = groups.iter().filter(|g| numa_of(g[0]) == half).collect();
+    for socket in 0..fabric.sockets {
+        let mut inside: Vec<&Vec<u32>> = groups
+            .iter()
+            .filter(|g| fabric.socket[g[0] as usize] == socket)
+            .collect();
         if inside.iter().map(|g| g.len()).sum::<usize>() >= count {
             inside.sort_by_key(|g| (std::cmp::Reverse(g.len()), g[0]));
             candidates.push(take(&inside, count));
