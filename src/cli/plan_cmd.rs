@@ -2,6 +2,7 @@
 //! lock, stability memory, metrics and outputs as `gangplan slurm plan`). Also holds what both
 //! cron commands share: logging setup, the state-dir lock, writing the round's files.
 
+use std::io::IsTerminal;
 use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::cron::metrics::RoundMetrics;
@@ -120,9 +121,7 @@ fn write(path: &Path, text: &str) -> Result<(), Failure> {
 
 /// The plan as pretty JSON.
 pub fn plan_json(plan: &Plan) -> Result<String, Failure> {
-    serde_json::to_string_pretty(plan)
-        .map(|s| s + "\n")
-        .map_err(|e| Failure::new(exit::INTERNAL, e.into()))
+    Ok(gangplan::plan::output::to_json(plan))
 }
 
 /// Write the round's state files: last plan, metrics, memory (in that order; each atomic).
@@ -178,9 +177,14 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     if let Some(t) = a.cron.time_limit {
         inst.policy.time_limit = t;
     }
+    // A person at a terminal also gets the plan as a table on stdout.
+    let table_of = std::io::stdout().is_terminal().then(|| inst.clone());
     let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
     log_planned(&planned);
     write(&a.out.join("plan.json"), &plan_json(&planned.plan)?)?;
+    if let Some(inst) = &table_of {
+        print!("{}", gangplan::plan::output::to_table(inst, &planned.plan));
+    }
     emit_outputs(&a.cron, &planned.plan, &a.out)?;
     memory.round += 1;
     memory.placements = Memory::placements_of(&planned.plan);

@@ -4,7 +4,8 @@ use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
-use gangplan::plan::Plan;
+use gangplan::instance::Instance;
+use gangplan::plan::{output, Plan};
 use gangplan::round::{plan_round_with, RoundSettings};
 use gangplan::solve::{Formulation, PlannerKind, PlannerSetup};
 use std::path::PathBuf;
@@ -17,6 +18,9 @@ pub enum Format {
     Json,
     /// The same object as YAML.
     Yaml,
+    /// A table for people: one row per job (JOB, TENANT, GPUS, NODES, STATE, REASON), then
+    /// the round's line. Not for programs: use json.
+    Table,
 }
 
 /// MIP formulation on the command line.
@@ -35,8 +39,9 @@ pub enum FormulationArg {
 pub struct SolveArgs {
     /// Instance file (YAML or JSON; see SPEC.md).
     pub instance: PathBuf,
-    /// Write the plan here (atomically, only after it passed the validator); stdout if absent.
-    #[arg(long)]
+    /// Write the plan to this file (atomically, only after it passed the validator); `-` or
+    /// absent: stdout.
+    #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Seconds for the whole command, read to write; overrides policy.time_limit.
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
@@ -62,11 +67,28 @@ pub struct SolveArgs {
     pub write_model: Option<PathBuf>,
 }
 
-/// Serialise a plan.
-pub fn encode(plan: &Plan, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => serde_json::to_string_pretty(plan)? + "\n",
-        Format::Yaml => serde_yaml::to_string(plan)?,
+/// A plan as text: JSON and YAML as `plan::output` writes them (GPU lists on one line, noise
+/// rounded), or the table, which names tenants and so needs the instance (`table_of`, kept
+/// only when the table is asked for).
+pub fn encode(plan: &Plan, format: Format, table_of: Option<&Instance>) -> String {
+    match (format, table_of) {
+        (Format::Table, Some(inst)) => output::to_table(inst, plan),
+        (Format::Yaml, _) => output::to_yaml(plan),
+        _ => output::to_json(plan),
+    }
+}
+
+/// A warning when the time limit stopped the solve with the plan further from its bound than
+/// the gap asked for (the plan may be far from the best one).
+pub fn far_from_bound(plan: &Plan, mip_gap: f64) -> Option<String> {
+    let gap = plan.solver.gap?;
+    (plan.solver.time_limit_hit && gap > mip_gap).then(|| {
+        format!(
+            "the time limit stopped the solve {} from its bound (asked: within {}); the plan may be \
+             far from the best one, and a longer --time-limit lets the solver close the gap",
+            output::percent(gap),
+            output::percent(mip_gap)
+        )
     })
 }
 
@@ -121,6 +143,8 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
             ..PlannerSetup::default()
         },
     };
+    let mip_gap = inst.policy.mip_gap;
+    let table_of = (a.format == Format::Table).then(|| inst.clone());
     let plan = plan_round_with(inst, &settings).map_err(|e| {
         Failure::new(
             exit::INTERNAL,
@@ -130,8 +154,11 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     if let Some(note) = &plan.solver.note {
         eprintln!("gangplan: {note}");
     }
-    let text = encode(&plan, a.format).map_err(|e| Failure::new(exit::INTERNAL, e))?;
-    match &a.out {
+    if let Some(warning) = far_from_bound(&plan, mip_gap) {
+        eprintln!("gangplan: {warning}");
+    }
+    let text = encode(&plan, a.format, table_of.as_ref());
+    match a.out.as_deref().filter(|p| p.as_os_str() != "-") {
         Some(path) => gangplan::fsutil::write_atomic(path, text.as_bytes())
             .map_err(|e| Failure::new(exit::IO, e.into()))?,
         None => print!("{text}"),
