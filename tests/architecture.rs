@@ -138,7 +138,9 @@ fn expand(path: &str) -> Vec<String> {
 /// Absolute module paths named in a file's code.
 fn named_paths(file: &Path, lines: &[String]) -> Vec<Vec<String>> {
     let module = module_of(file);
-    let is_mod_file = file.file_name().is_some_and(|n| n == "mod.rs" || n == "lib.rs");
+    let is_mod_file = file
+        .file_name()
+        .is_some_and(|n| n == "mod.rs" || n == "lib.rs");
     // Join `use` statements that span lines.
     let mut statements = Vec::new();
     let mut pending: Option<String> = None;
@@ -151,7 +153,9 @@ fn named_paths(file: &Path, lines: &[String]) -> Vec<Vec<String>> {
             }
             continue;
         }
-        if is_mod_file && (t.starts_with("pub use ") || t.starts_with("pub mod ") || t.starts_with("mod ")) {
+        if is_mod_file
+            && (t.starts_with("pub use ") || t.starts_with("pub mod ") || t.starts_with("mod "))
+        {
             continue;
         }
         if (t.starts_with("use ") || t.starts_with("pub use ") || t.starts_with("pub(crate) use "))
@@ -216,7 +220,11 @@ fn absolute(module: &[String], path: &str) -> Option<Vec<String>> {
         base.pop();
         rest = &rest[1..];
     }
-    base.extend(rest.iter().filter(|s| **s != "self" && **s != "*").map(|s| s.to_string()));
+    base.extend(
+        rest.iter()
+            .filter(|s| **s != "self" && **s != "*")
+            .map(|s| s.to_string()),
+    );
     Some(base)
 }
 
@@ -320,7 +328,11 @@ fn no_two_files_of_src_depend_on_each_other_in_a_loop() {
                 .join(" <-> ")
         })
         .collect();
-    assert!(found.is_empty(), "files that depend on each other in a loop:\n{}", shown.join("\n"));
+    assert!(
+        found.is_empty(),
+        "files that depend on each other in a loop:\n{}",
+        shown.join("\n")
+    );
 }
 
 #[test]
@@ -409,7 +421,9 @@ fn no_function_of_the_planning_core_needs_scrolling() {
         let mut files = Vec::new();
         rust_files(&src().join(dir), &mut files);
         for f in files {
-            for (name, line, len) in long_functions(&fs::read_to_string(&f).unwrap(), MAX_FUNCTION_LINES) {
+            for (name, line, len) in
+                long_functions(&fs::read_to_string(&f).unwrap(), MAX_FUNCTION_LINES)
+            {
                 over.push(format!(
                     "{}:{line} fn {name}: {len} lines",
                     f.strip_prefix(src()).unwrap().display()
@@ -429,5 +443,8 @@ fn the_length_check_counts_a_body() {
     let short = "fn a() {\n    1\n}\n";
     assert!(long_functions(short, 2).len() == 1 && long_functions(short, 3).is_empty());
     let with_braces_in_strings = "fn b() {\n    let s = \"}}}\";\n    s\n}\nfn c() {}\n";
-    assert_eq!(long_functions(with_braces_in_strings, 3), vec![("b".to_string(), 1, 4)]);
+    assert_eq!(
+        long_functions(with_braces_in_strings, 3),
+        vec![("b".to_string(), 1, 4)]
+    );
 }

@@ -77,7 +77,7 @@ const REASONS: &[(&str, &str, &str, &str, &[&str])] = &[
         "preemption",
         &[
             "needs 2 nodes with 8 free GPUs each; 1 has that many",
-            "would need to preempt tiny (1 GPUs on a2; not preemptible)",
+            "would need to preempt tiny (1 GPU on a2; not preemptible)",
         ],
     ),
     (
@@ -214,8 +214,17 @@ fn hardware_is_suggested_in_whole_nodes_of_a_shipped_model_and_re_planned() {
     assert!(!hardware.is_empty(), "{e:?}");
     for c in hardware {
         match c {
-            Change::AddNodes { model, gpus_each, count, rack, .. } => {
-                assert_eq!((model.as_str(), *gpus_each, rack.as_str()), ("dgx-h100", 8, "ra"));
+            Change::AddNodes {
+                model,
+                gpus_each,
+                count,
+                rack,
+                ..
+            } => {
+                assert_eq!(
+                    (model.as_str(), *gpus_each, rack.as_str()),
+                    ("dgx-h100", 8, "ra")
+                );
                 assert_eq!(*count, 5);
             }
             other => panic!("GPUs suggested outside whole nodes: {other:?}"),
@@ -224,10 +233,18 @@ fn hardware_is_suggested_in_whole_nodes_of_a_shipped_model_and_re_planned() {
     let with_nodes = e
         .options
         .iter()
-        .find(|o| o.relaxation.changes.iter().any(|c| matches!(c, Change::AddNodes { .. })))
+        .find(|o| {
+            o.relaxation
+                .changes
+                .iter()
+                .any(|c| matches!(c, Change::AddNodes { .. }))
+        })
         .unwrap();
     assert_eq!(with_nodes.verification, Verification::Starts);
-    assert!(with_nodes.relaxation.summary.contains("5 more dgx-h100 nodes (8 H100 GPUs each) in rack ra"));
+    assert!(with_nodes
+        .relaxation
+        .summary
+        .contains("5 more dgx-h100 nodes (8 H100 GPUs each) in rack ra"));
 }
 
 #[test]
@@ -240,7 +257,10 @@ fn a_job_that_starts_says_where() {
     assert!(e.started);
     let on = e.placed_on.expect("a started job names its GPUs");
     assert_eq!(on.values().map(Vec::len).sum::<usize>(), 4);
-    assert!(on.keys().all(|n| n == "l1" || n == "l2"), "render needs L40S: {on:?}");
+    assert!(
+        on.keys().all(|n| n == "l1" || n == "l2"),
+        "render needs L40S: {on:?}"
+    );
 }
 
 #[test]

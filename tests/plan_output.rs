@@ -41,14 +41,28 @@ fn table_rows_name_nodes_ranges_and_states() {
             .split_whitespace()
             .collect::<Vec<_>>()
     };
-    assert_eq!(row("llm-sft")[..5], ["llm-sft", "prod", "16", "h2:0-7", "h4:0-7"]);
+    assert_eq!(
+        row("llm-sft")[..5],
+        ["llm-sft", "prod", "16", "h2:0-7", "h4:0-7"]
+    );
     assert_eq!(row("llm-sft")[5], "start");
-    assert_eq!(row("finetune-2")[..5], ["finetune-2", "research", "4", "h2:0-3", "preempt"]);
-    assert_eq!(row("giant")[..5], ["giant", "research", "64", "-", "pending"]);
+    assert_eq!(
+        row("finetune-2")[..5],
+        ["finetune-2", "research", "4", "h2:0-3", "preempt"]
+    );
+    assert_eq!(
+        row("giant")[..5],
+        ["giant", "research", "64", "-", "pending"]
+    );
     assert_eq!(row("notebook-5")[2], "1x250m");
     assert_eq!(row("etl")[3], "h1", "a CPU-only job names its node alone");
     let last = table.lines().last().unwrap();
-    assert!(last.starts_with("round: 8 placed, 1 pending, 1 preempted; GPUs busy 15 -> 45 of 56 (1 down)"), "{last}");
+    assert!(
+        last.starts_with(
+            "round: 8 placed, 1 pending, 1 preempted; GPUs busy 15 -> 45 of 56 (1 down)"
+        ),
+        "{last}"
+    );
 }
 
 #[test]
@@ -63,7 +77,10 @@ fn json_lists_gpus_on_one_line_and_rounds_noise() {
     let back: Plan = serde_json::from_str(&json).expect("the JSON reads back as a plan");
     assert_eq!(back.placements, plan.placements);
     let first_keys: Vec<&str> = json.lines().skip(1).take(3).map(|l| l.trim()).collect();
-    assert!(first_keys[0].starts_with("\"format\""), "SPEC order kept: {first_keys:?}");
+    assert!(
+        first_keys[0].starts_with("\"format\""),
+        "SPEC order kept: {first_keys:?}"
+    );
     let yaml = to_yaml(&plan);
     let back: Plan = serde_yaml::from_str(&yaml).unwrap();
     assert_eq!(back.solver.bound, Some(42.78));
@@ -76,7 +93,10 @@ fn a_bound_never_rounds_below_the_objective_and_a_gap_is_never_negative() {
     plan.solver.bound = Some(12.539999999999997);
     plan.solver.gap = Some(-2.4e-16);
     let line = round_line(&plan);
-    assert!(line.contains("objective 12.54, bound 12.54, gap 0.00%"), "{line}");
+    assert!(
+        line.contains("objective 12.54, bound 12.54, gap 0.00%"),
+        "{line}"
+    );
     let back: Plan = serde_json::from_str(&to_json(&plan)).unwrap();
     assert!(back.solver.bound.unwrap() >= back.solver.objective);
     assert_eq!(back.solver.gap, Some(0.0));

@@ -36,7 +36,10 @@ fn only_libclang_cpp_present_means_libclang_dev_is_installed() {
         "usr/lib/llvm-14/lib/libLLVM-14.so",
     ]);
     let v = verdict(root.path());
-    assert!(v.contains("libclang-dev"), "setup must install libclang-dev: {v}");
+    assert!(
+        v.contains("libclang-dev"),
+        "setup must install libclang-dev: {v}"
+    );
 }
 
 #[test]
@@ -55,6 +58,9 @@ fn a_libclang_bindgen_loads_is_enough() {
     ] {
         let root = fake_root(&["usr/lib/x86_64-linux-gnu/libclang-cpp.so.14", lib]);
         let v = verdict(root.path());
-        assert!(!v.contains("libclang-dev"), "{lib} is a libclang bindgen loads: {v}");
+        assert!(
+            !v.contains("libclang-dev"),
+            "{lib} is a libclang bindgen loads: {v}"
+        );
     }
 }

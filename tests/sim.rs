@@ -355,12 +355,25 @@ fn replay_progress_only_grows() {
         ..SimConfig::default()
     };
     let lib = ModelLibrary::builtin();
-    let planner = RoundPlanner::new(PlannerName::Fifo, &trace_dist(&t), cfg.seed, cfg.round_time_limit);
+    let planner = RoundPlanner::new(
+        PlannerName::Fifo,
+        &trace_dist(&t),
+        cfg.seed,
+        cfg.round_time_limit,
+    );
     let mut seen: Vec<(u64, u64)> = Vec::new();
-    simulate(&t, &planner, &cfg, &lib, &mut |done, total| seen.push((done, total))).unwrap();
+    simulate(&t, &planner, &cfg, &lib, &mut |done, total| {
+        seen.push((done, total))
+    })
+    .unwrap();
     assert!(!seen.is_empty());
     for w in seen.windows(2) {
-        assert!(w[1].0 >= w[0].0, "progress went back: {:?} then {:?}", w[0], w[1]);
+        assert!(
+            w[1].0 >= w[0].0,
+            "progress went back: {:?} then {:?}",
+            w[0],
+            w[1]
+        );
     }
     assert_eq!(seen.last().unwrap().0, t.jobs.len() as u64, "{seen:?}");
 }

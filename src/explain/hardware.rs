@@ -212,5 +212,7 @@ fn model_for<'m>(
             .filter(|m| fits(m) && (!same_type || rack_types.contains(&m.gpu_type.as_str())))
             .max_by(|a, b| a.gpus.cmp(&b.gpus).then(b.name.cmp(&a.name)))
     };
-    most_used.or_else(|| largest(true)).or_else(|| largest(false))
+    most_used
+        .or_else(|| largest(true))
+        .or_else(|| largest(false))
 }

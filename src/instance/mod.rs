@@ -246,4 +246,14 @@ impl Instance {
     pub fn running_index(&self, id: &str) -> Option<usize> {
         self.running.iter().position(|j| j.id == id)
     }
+
+    /// Pending and running jobs by id, for looking many up: (pending, running).
+    pub fn job_indices(&self) -> (BTreeMap<&str, usize>, BTreeMap<&str, usize>) {
+        let pending = self.pending.iter().enumerate();
+        let running = self.running.iter().enumerate();
+        (
+            pending.map(|(i, j)| (j.id.as_str(), i)).collect(),
+            running.map(|(i, r)| (r.id.as_str(), i)).collect(),
+        )
+    }
 }

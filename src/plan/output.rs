@@ -5,7 +5,6 @@
 use super::types::{Plan, SolverInfo, Status};
 use crate::instance::Instance;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Decimal places kept of objectives and bounds (noise like `42.78000000000001` goes).
@@ -126,6 +125,16 @@ fn node_cell(node: &str, idx: &[u32]) -> String {
     }
 }
 
+/// A job id as a sentence names it: a numeric id (Slurm's) reads as a count, so it is written
+/// `job 7`; any other id stands alone.
+pub fn job_name(id: &str) -> String {
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+        format!("job {id}")
+    } else {
+        id.to_string()
+    }
+}
+
 /// `n GPU` or `n GPUs`.
 pub fn gpus_phrase(n: u32) -> String {
     format!("{n} GPU{}", if n == 1 { "" } else { "s" })
@@ -186,28 +195,21 @@ pub fn to_table(inst: &Instance, plan: &Plan) -> String {
 }
 
 fn table_rows(inst: &Instance, plan: &Plan) -> Vec<Row> {
-    let pending: BTreeMap<&str, usize> = inst
-        .pending
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.id.as_str(), i))
-        .collect();
-    let running: BTreeMap<&str, usize> = inst
-        .running
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
-    let tenant = |t: usize| inst.tenants.get(t).map_or("-".to_string(), |x| x.name.clone());
+    let (pending, running) = inst.job_indices();
+    let tenant = |t: usize| {
+        inst.tenants
+            .get(t)
+            .map_or("-".to_string(), |x| x.name.clone())
+    };
     let pending_gpus = |id: &str| pending.get(id).map_or(0, |&j| inst.pending[j].gpus);
-    let pending_tenant = |id: &str| pending.get(id).map_or("-".into(), |&j| tenant(inst.pending[j].tenant));
+    let pending_tenant = |id: &str| {
+        pending
+            .get(id)
+            .map_or("-".into(), |&j| tenant(inst.pending[j].tenant))
+    };
     let mut rows = Vec::new();
     for p in &plan.placements {
-        let nodes: Vec<String> = p
-            .gpus
-            .iter()
-            .map(|(n, idx)| node_cell(n, idx))
-            .collect();
+        let nodes: Vec<String> = p.gpus.iter().map(|(n, idx)| node_cell(n, idx)).collect();
         let count: usize = p.gpus.values().map(Vec::len).sum();
         rows.push(Row {
             job: p.job.clone(),
@@ -216,7 +218,11 @@ fn table_rows(inst: &Instance, plan: &Plan) -> Vec<Row> {
                 Some(m) => format!("{count}x{m}m"),
                 None => count.to_string(),
             },
-            nodes: if nodes.is_empty() { "-".into() } else { nodes.join(" ") },
+            nodes: if nodes.is_empty() {
+                "-".into()
+            } else {
+                nodes.join(" ")
+            },
             state: "start",
             reason: String::new(),
         });
@@ -269,7 +275,12 @@ pub fn round_line(plan: &Plan) -> String {
     };
     let mut line = format!(
         "round: {} placed, {} pending, {} preempted; GPUs busy {} -> {} of {}",
-        m.jobs_placed, m.jobs_pending, m.jobs_preempted, m.gpus_busy_before, m.gpus_busy_after, m.gpus_total
+        m.jobs_placed,
+        m.jobs_pending,
+        m.jobs_preempted,
+        m.gpus_busy_before,
+        m.gpus_busy_after,
+        m.gpus_total
     );
     if m.gpus_down > 0 {
         let _ = write!(line, " ({} down)", m.gpus_down);
@@ -319,6 +330,12 @@ mod tests {
         assert_eq!(percent(0.0009358914365935015), "0.09%");
         assert_eq!(trim_number(43.0), "43");
         assert_eq!(trim_number(42.7400000001), "42.74");
+    }
+
+    #[test]
+    fn numeric_ids_are_named_as_jobs() {
+        assert_eq!(job_name("7"), "job 7");
+        assert_eq!(job_name("train-7"), "train-7");
     }
 
     #[test]

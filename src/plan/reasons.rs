@@ -18,6 +18,7 @@
 //!
 //! Levels 2 to 5 are **unschedulable**. [`AfterRound`] holds what the round left behind.
 
+use super::output::job_name;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, Locality, PendingJob};
 use crate::objective::held_after;
@@ -397,9 +398,16 @@ fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (Str
         }
         Miss::Total { have } => (
             if word == "usable" {
-                format!("needs {g} {tw}GPUs; the cluster has only {have} usable")
+                format!(
+                    "needs {g} {tw}{}; the cluster has only {have} usable",
+                    gpu_word(g)
+                )
             } else {
-                format!("needs {g} {tw}GPUs; {have} are free after this round")
+                format!(
+                    "needs {g} {tw}{}; {have} {} free after this round",
+                    gpu_word(g),
+                    if *have == 1 { "is" } else { "are" }
+                )
             },
             Binding::Capacity,
         ),
@@ -412,7 +420,8 @@ fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (Str
             let l = level.as_str();
             (
                 format!(
-                    "needs {g} {tw}GPUs within one {l}; the most {word} in any {l} is {best}{at}"
+                    "needs {g} {tw}{} within one {l}; the most {word} in any {l} is {best}{at}",
+                    gpu_word(g)
                 ),
                 Binding::Locality,
             )
@@ -438,7 +447,12 @@ fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (Str
                 ),
             };
             (
-                format!("needs {need} nodes with {per} {word} {tw}GPUs each{within}"),
+                format!(
+                    "needs {need} {} with {per} {word} {tw}{}{}{within}",
+                    if *need == 1 { "node" } else { "nodes" },
+                    gpu_word(*per),
+                    if *need == 1 { "" } else { " each" }
+                ),
                 Binding::GpusPerNode,
             )
         }
@@ -449,15 +463,27 @@ fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (Str
                 format!("{limit} nodes have")
             };
             (
-                format!("max_nodes {limit}, but no {nodes} {g} {word} {tw}GPUs (at most {best})"),
+                format!(
+                    "max_nodes {limit}, but no {nodes} {g} {word} {tw}{} (at most {best})",
+                    gpu_word(g)
+                ),
                 Binding::MaxNodes,
             )
         }
     }
 }
 
+/// `GPU` for one, `GPUs` for any other count.
+fn gpu_word(n: u32) -> &'static str {
+    if n == 1 {
+        "GPU"
+    } else {
+        "GPUs"
+    }
+}
+
 fn usable(inst: &Instance, n: usize) -> u32 {
-    inst.nodes[n].down.iter().filter(|d| !**d).count() as u32
+    inst.nodes[n].usable()
 }
 
 /// Whole GPUs each listed job holds per node after the round (running: kept GPUs).
@@ -542,7 +568,7 @@ fn minimal_set(
 
 fn where_text(inst: &Instance, on: &[(usize, u32)]) -> String {
     on.iter()
-        .map(|&(n, k)| format!("{k} GPUs on {}", inst.nodes[n].name))
+        .map(|&(n, k)| format!("{k} {} on {}", gpu_word(k), inst.nodes[n].name))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -658,7 +684,11 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
             .iter()
             .map(|&i| {
                 let (k, on) = &allowed[i];
-                format!("{} ({})", inst.running[*k].id, where_text(inst, on))
+                format!(
+                    "{} ({})",
+                    job_name(&inst.running[*k].id),
+                    where_text(inst, on)
+                )
             })
             .collect();
         return waiting(
@@ -692,7 +722,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
                 } else {
                     format!("priority {} is not below its {}", r.priority, job.priority)
                 };
-                format!("{} ({}; {why})", r.id, where_text(inst, on))
+                format!("{} ({}; {why})", job_name(&r.id), where_text(inst, on))
             })
             .collect();
         let verb = if allowed.is_empty() {
@@ -718,7 +748,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
     if let Some(set) = minimal_set(inst, job, &doms, &cap, &placed) {
         let names: Vec<String> = set
             .iter()
-            .map(|&i| inst.pending[placed[i].0].id.clone())
+            .map(|&i| job_name(&inst.pending[placed[i].0].id))
             .collect();
         let blocked = if others.is_empty() {
             String::new()

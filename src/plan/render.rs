@@ -1,7 +1,7 @@
 //! Assignment -> plan: names instead of indices, a reason for every pending job and every
 //! preemption, metrics.
 
-use super::output::gpus_phrase;
+use super::output::{gpus_phrase, job_name};
 use super::reasons::{reason, AfterRound};
 use super::types::*;
 use crate::assignment::Assignment;
@@ -29,7 +29,7 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
         .iter()
         .map(|&k| {
             let r = &inst.running[k];
-            let takers: Vec<&str> = a
+            let takers: Vec<String> = a
                 .placed
                 .iter()
                 .filter(|(_, set)| {
@@ -38,12 +38,18 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
                             .is_some_and(|s| s.iter().any(|g| idx.contains(g)))
                     })
                 })
-                .map(|(&j, _)| inst.pending[j].id.as_str())
+                .map(|(&j, _)| job_name(&inst.pending[j].id))
                 .collect();
             let where_: Vec<String> = r
                 .gpus
                 .iter()
-                .map(|(n, idx)| format!("{} on {}", gpus_phrase(idx.len() as u32), inst.nodes[*n].name))
+                .map(|(n, idx)| {
+                    format!(
+                        "{} on {}",
+                        gpus_phrase(idx.len() as u32),
+                        inst.nodes[*n].name
+                    )
+                })
                 .collect();
             let reason = if takers.is_empty() {
                 format!("frees {} for higher-priority work", where_.join(", "))

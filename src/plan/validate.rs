@@ -42,18 +42,7 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
             plan.format
         ));
     }
-    let pending_ix: BTreeMap<&str, usize> = inst
-        .pending
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.id.as_str(), i))
-        .collect();
-    let running_ix: BTreeMap<&str, usize> = inst
-        .running
-        .iter()
-        .enumerate()
-        .map(|(i, j)| (j.id.as_str(), i))
-        .collect();
+    let (pending_ix, running_ix) = inst.job_indices();
 
     // Rule 0: coverage.
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();

@@ -691,6 +691,7 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
         t = ((next / r).ceil() * r).max(t + r);
     }
     let unfinished = waiting.len() + running.len() + (total - next_arrival);
+    progress((total - unfinished) as u64, total as u64);
     let makespan = (last_finish - t_first).max(0.0);
     let span = makespan.max(r);
     for l in &running {

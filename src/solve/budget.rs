@@ -191,6 +191,17 @@ fn reserve_for(pairs: f64, total: Duration) -> Duration {
 mod tests {
     use crate::solve::budget::*;
 
+    /// The budget of a round of `total` from `start` with no reasons to render.
+    fn bare(start: Instant, total: Duration) -> Budget {
+        Budget {
+            started: start,
+            deadline: start + total,
+            total,
+            pairs: 0.0,
+            reserved: reserve_for(0.0, total),
+        }
+    }
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
@@ -236,13 +247,7 @@ mod tests {
     fn a_short_round_starts_no_mip() {
         let start = Instant::now();
         let total = ms(30);
-        let b = Budget {
-            started: start,
-            deadline: start + total,
-            total,
-            pairs: 0.0,
-            reserved: reserve_for(0.0, total),
-        };
+        let b = bare(start, total);
         assert!(!b.can_start_aggregated());
         assert_eq!(b.per_node_limits(start), None);
         assert_eq!(b.passes_until(), start + ms(9));
@@ -252,13 +257,7 @@ mod tests {
     fn the_per_node_limits_take_a_reserve_on_what_is_left() {
         let start = Instant::now();
         let total = Duration::from_secs(2);
-        let b = Budget {
-            started: start,
-            deadline: start + total,
-            total,
-            pairs: 0.0,
-            reserved: reserve_for(0.0, total),
-        };
+        let b = bare(start, total);
         let l = b.per_node_limits(start + ms(1000)).unwrap();
         assert_eq!(l.wait, ms(900));
         assert!((l.time_limit - 0.81).abs() < 1e-12);

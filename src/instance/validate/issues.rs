@@ -60,6 +60,21 @@ impl Issues {
         self.listed
     }
 
+    /// The id of the job at `job` (`pending[3]`, `running[0]`): a valid name, and not used by
+    /// an earlier job of either list (`ids` holds the ids seen so far).
+    pub fn job_id(&mut self, job: &str, id: &str, ids: &mut std::collections::BTreeSet<String>) {
+        self.name(&format!("{job}.id"), id);
+        if !ids.insert(id.to_string()) {
+            self.push(
+                format!("{job}.id"),
+                format!(
+                    "{} is used by an earlier job; job ids must be unique across running and pending",
+                    crate::instance::text::quoted(id)
+                ),
+            );
+        }
+    }
+
     /// A name or id: non-empty, at most [`limits::MAX_NAME_LEN`] long, printable.
     pub fn name(&mut self, path: &str, value: &str) {
         if value.is_empty() {

@@ -21,10 +21,7 @@ pub fn check(
     let mut pending = Vec::with_capacity(raw.len());
     for (i, r) in raw.iter().enumerate() {
         let p = format!("pending[{i}]");
-        is.name(&format!("{p}.id"), &r.id);
-        if !ids.insert(r.id.clone()) {
-            is.push(format!("{p}.id"), format!("{} is used by an earlier job; job ids must be unique across running and pending", quoted(&r.id)));
-        }
+        is.job_id(&p, &r.id, ids);
         let tenant = tenants.of(is, format!("{p}.tenant"), &r.tenant);
         pending.push(job(is, &p, r, models, tenant));
     }

@@ -26,10 +26,7 @@ pub fn check(
     let mut running = Vec::with_capacity(raw.len());
     for (i, r) in raw.iter().enumerate() {
         let p = format!("running[{i}]");
-        is.name(&format!("{p}.id"), &r.id);
-        if !ids.insert(r.id.clone()) {
-            is.push(format!("{p}.id"), format!("{} is used by an earlier job; job ids must be unique across running and pending", quoted(&r.id)));
-        }
+        is.job_id(&p, &r.id, ids);
         let tenant = tenants.of(is, format!("{p}.tenant"), &r.tenant);
         is.priority(&format!("{p}.priority"), r.priority);
         let checkpoint_cost = r.checkpoint_cost.unwrap_or(0.0);
