@@ -86,7 +86,7 @@ fn code_lines(text: &str) -> Vec<String> {
                     let mut it = rest.chars();
                     match (it.next(), it.next(), it.next()) {
                         (Some('\\'), _, _) => {
-                            while let Some(d) = chars.next() {
+                            for d in chars.by_ref() {
                                 if d == '\'' {
                                     break;
                                 }
@@ -209,10 +209,10 @@ fn inline_paths(line: &str) -> Vec<String> {
 
 fn absolute(module: &[String], path: &str) -> Option<Vec<String>> {
     let segs: Vec<&str> = path.split("::").map(str::trim).collect();
-    let mut base: Vec<String> = match segs.first()? {
-        &"crate" => Vec::new(),
-        &"super" => module[..module.len().saturating_sub(1)].to_vec(),
-        &"self" => module.to_vec(),
+    let mut base: Vec<String> = match *segs.first()? {
+        "crate" => Vec::new(),
+        "super" => module[..module.len().saturating_sub(1)].to_vec(),
+        "self" => module.to_vec(),
         _ => return None,
     };
     let mut rest = &segs[1..];

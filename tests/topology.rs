@@ -96,7 +96,8 @@ fn span_tiers_of_hand_built_gangs() {
     let topo = Topology::new(&inst);
     let all: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7];
     let four: &[u32] = &[0, 1, 2, 3];
-    let cases: [(&[(&str, &[u32])], Tier); 7] = [
+    type Gang<'a> = &'a [(&'a str, &'a [u32])];
+    let cases: [(Gang, Tier); 7] = [
         (&[("h1", all)], Tier::Nvlink),
         (&[("l1", &[0, 1])], Tier::Nvlink),
         (&[("l1", &[1, 2])], Tier::Node),

@@ -152,7 +152,7 @@ impl Budget {
     pub fn per_node_limits(&self, now: Instant) -> Option<PerNodeLimits> {
         let left = self.deadline.saturating_duration_since(now);
         let wait = left.saturating_sub(reserve_for(self.pairs, left));
-        (wait >= MIN_SOLVE).then(|| PerNodeLimits {
+        (wait >= MIN_SOLVE).then_some(PerNodeLimits {
             wait,
             time_limit: wait.as_secs_f64() * PER_NODE_SHARE,
         })
