@@ -239,3 +239,19 @@ fn write_model_writes_an_lp_file() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn an_os_error_is_printed_once() {
+    let out = gangplan(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--out",
+        "/nonexistent-dir-of-gangplan/plan.json",
+        "--planner",
+        "greedy",
+    ]);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("gangplan: error: "), "{err}");
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+}

@@ -2,6 +2,7 @@
 //! this edge only. Every error maps to a documented exit code; panics are caught and reported
 //! as internal failures.
 
+mod arg_check;
 mod bench_cmd;
 mod compare_cmd;
 mod discover_cmd;
@@ -132,7 +133,11 @@ pub fn run() -> i32 {
             } else {
                 exit::OK
             };
-            let _ = e.print();
+            if e.use_stderr() {
+                eprint!("{}", clap_error_text(&e));
+            } else {
+                let _ = e.print();
+            }
             return code;
         }
     };
@@ -155,9 +160,34 @@ pub fn run() -> i32 {
     match result {
         Ok(Ok(code)) => code,
         Ok(Err(f)) => {
-            eprintln!("gangplan: error: {:#}", f.error);
+            eprintln!("{}{}", ERROR_PREFIX, error_text(&f.error));
             f.code
         }
         Err(_) => exit::INTERNAL,
     }
+}
+
+/// The prefix of every error message on stderr.
+const ERROR_PREFIX: &str = "gangplan: error: ";
+
+/// A clap parse error in the program's own format: clap's `error: ` prefix replaced by
+/// [`ERROR_PREFIX`], clap's text (value, usage, hint) kept.
+fn clap_error_text(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let body = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+    format!("{ERROR_PREFIX}{body}")
+}
+
+/// An error and its causes, joined by `: `, leaving out a cause whose text is already part of
+/// the message (an I/O error that quotes the OS error it wraps would print it twice).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
 }

@@ -2,7 +2,6 @@
 //! lock, stability memory, metrics and outputs as `gangplan slurm plan`). Also holds what both
 //! cron commands share: logging setup, the state-dir lock, writing the round's files.
 
-use std::io::IsTerminal;
 use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::cron::metrics::RoundMetrics;
@@ -13,6 +12,7 @@ use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
 use gangplan::plan::Plan;
 use gangplan::solve::PlannerKind;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -68,7 +68,12 @@ impl WhatIf {
     pub fn parse_quota(s: &str) -> std::result::Result<WhatIf, String> {
         let (t, v) = s
             .split_once('=')
-            .ok_or_else(|| format!("{s:?}: expected TENANT=N"))?;
+            .ok_or_else(|| format!("{s:?}: expected TENANT=N, e.g. prod=40"))?;
+        if t.is_empty() {
+            return Err(format!(
+                "{s:?}: empty tenant name; expected TENANT=N, e.g. prod=40"
+            ));
+        }
         let n: u64 = v
             .parse()
             .ok()
@@ -81,7 +86,12 @@ impl WhatIf {
     pub fn parse_weight(s: &str) -> std::result::Result<WhatIf, String> {
         let (t, v) = s
             .split_once('=')
-            .ok_or_else(|| format!("{s:?}: expected TENANT=W"))?;
+            .ok_or_else(|| format!("{s:?}: expected TENANT=W, e.g. prod=2"))?;
+        if t.is_empty() {
+            return Err(format!(
+                "{s:?}: empty tenant name; expected TENANT=W, e.g. prod=2"
+            ));
+        }
         let w: f64 = v
             .parse()
             .ok()
