@@ -255,3 +255,47 @@ fn an_os_error_is_printed_once() {
     assert!(err.starts_with("gangplan: error: "), "{err}");
     assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
 }
+
+#[test]
+fn bench_checks_every_size_before_printing() {
+    for sizes in ["2k", "1k,2k"] {
+        let out = gangplan(&["bench", "--sizes", sizes]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{sizes}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("--sizes: unknown size \"2k\""));
+    }
+}
+
+#[test]
+fn status_words_are_lowercase_in_bench_and_logs() {
+    let out = gangplan(&["bench", "--sizes", "1k", "--time-limit", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let row = table.lines().find(|l| l.starts_with("| 1k")).expect("a 1k row");
+    assert!(
+        ["| optimal |", "| feasible |", "| fallback |"]
+            .iter()
+            .any(|w| row.contains(w)),
+        "{row}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = gangplan(&[
+        "plan",
+        "--instance",
+        quickstart().to_str().unwrap(),
+        "--state-dir",
+        dir.path().join("state").to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+        "--planner",
+        "greedy",
+        "--log-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("\"status\":\"fallback\""),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -117,6 +117,17 @@ impl Failure {
     }
 }
 
+/// A plan status as one lowercase word (`optimal`, `feasible`, `fallback`), the spelling of
+/// plan files, used in tables and logs too.
+pub fn status_word(status: gangplan::plan::Status) -> &'static str {
+    use gangplan::plan::Status;
+    match status {
+        Status::Optimal => "optimal",
+        Status::Feasible => "feasible",
+        Status::Fallback => "fallback",
+    }
+}
+
 /// Check a `--time-limit` flag (seconds in (0, 86400], as `policy.time_limit`).
 pub fn check_time_limit_flag(seconds: f64) -> Result<f64, Failure> {
     gangplan::instance::policy::check_time_limit(seconds)

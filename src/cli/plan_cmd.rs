@@ -152,7 +152,7 @@ pub fn emit_outputs(flags: &CronFlags, plan: &Plan, dir: &Path) -> Result<(), Fa
 /// Log the plan's outcome.
 pub fn log_planned(p: &Planned) {
     tracing::info!(
-        status = ?p.plan.status,
+        status = super::status_word(p.plan.status),
         objective = p.plan.solver.objective,
         gap = p.plan.solver.gap,
         seconds = p.plan.solver.seconds,
