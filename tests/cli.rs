@@ -271,7 +271,10 @@ fn status_words_are_lowercase_in_bench_and_logs() {
     let out = gangplan(&["bench", "--sizes", "1k", "--time-limit", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let table = text(&out.stdout);
-    let row = table.lines().find(|l| l.starts_with("| 1k")).expect("a 1k row");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| 1k"))
+        .expect("a 1k row");
     assert!(
         ["| optimal |", "| feasible |", "| fallback |"]
             .iter()
@@ -298,4 +301,46 @@ fn status_words_are_lowercase_in_bench_and_logs() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn the_lock_message_names_the_holder_not_the_last_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out_dir = dir.path().join("out");
+    let q = quickstart();
+    let args = [
+        "plan",
+        "--instance",
+        q.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--planner",
+        "greedy",
+    ];
+    let first = Command::new(env!("CARGO_BIN_EXE_gangplan"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let first_pid = first.id();
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0));
+    let held = gangplan::cron::RoundLock::acquire(&state.join("lock")).unwrap();
+    let out = gangplan(&args);
+    drop(held);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.starts_with("gangplan: error: another planning round holds the lock"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("(pid {})", std::process::id())),
+        "{err}"
+    );
+    assert!(!err.contains(&format!("pid {first_pid})")), "{err}");
 }
