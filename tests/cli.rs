@@ -344,3 +344,40 @@ fn the_lock_message_names_the_holder_not_the_last_round() {
     );
     assert!(!err.contains(&format!("pid {first_pid})")), "{err}");
 }
+
+#[test]
+fn whatif_says_when_added_nodes_create_a_rack() {
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let new_rack = gangplan(&[
+        "whatif",
+        q,
+        "--add-nodes",
+        "dgx-h100:1@newrack",
+        "--time-limit",
+        "2",
+    ]);
+    assert_eq!(
+        new_rack.status.code(),
+        Some(0),
+        "{}",
+        text(&new_rack.stderr)
+    );
+    let first = text(&new_rack.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(first.contains("in rack newrack"), "{first}");
+    assert!(first.contains("creates rack newrack"), "{first}");
+    let known = gangplan(&[
+        "whatif",
+        q,
+        "--add-nodes",
+        "dgx-h100:1@ra",
+        "--time-limit",
+        "2",
+    ]);
+    assert_eq!(known.status.code(), Some(0), "{}", text(&known.stderr));
+    assert!(!text(&known.stdout).contains("creates rack"));
+}

@@ -112,6 +112,23 @@ impl WhatIf {
             WhatIf::Weight(t, w) => format!("weight of {t} = {w}"),
         }
     }
+
+    /// The change in words, for the instance it applies to: adding nodes in a rack that the
+    /// instance does not have says that it creates the rack.
+    pub fn text_in(&self, raw: &RawInstance) -> String {
+        match self {
+            WhatIf::AddNodes {
+                model,
+                count,
+                rack: Some(r),
+            } if !raw.nodes.iter().any(|n| n.rack.as_ref() == Some(r)) => {
+                format!(
+                    "add {count} x {model} in rack {r} (creates rack {r}: no node is in it yet)"
+                )
+            }
+            _ => self.text(),
+        }
+    }
 }
 
 fn bad(source: &str, msg: String) -> Error {
@@ -338,7 +355,7 @@ pub fn whatif(
         v
     };
     Ok(Diff {
-        changes: changes.iter().map(|c| c.text()).collect(),
+        changes: changes.iter().map(|c| c.text_in(raw)).collect(),
         newly_started: minus(&after.started, &before.started),
         no_longer_started: minus(&before.started, &after.started),
         newly_preempted: minus(&after.preempted, &before.preempted),
