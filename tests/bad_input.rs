@@ -927,3 +927,39 @@ fn clap_errors_carry_the_program_prefix() {
         assert!(!text(&out.stderr).contains("\nerror:"));
     }
 }
+
+#[test]
+fn plan_out_must_be_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = quickstart();
+    let state = dir.path().join("state");
+    let file = dir.path().join("existing");
+    std::fs::write(&file, "kept\n").unwrap();
+    let named = dir.path().join("myplan.json");
+    for (out, expect) in [
+        (&named, "names a file"),
+        (&file, "is a file"),
+        (&dir.path().join("plan.yaml"), "names a file"),
+    ] {
+        let o = run(&[
+            "plan",
+            "--instance",
+            q.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_refused(
+            &format!("plan --out {}", out.display()),
+            &o,
+            &["--out", expect, "--out of plan is a folder", "plan.json"],
+        );
+    }
+    assert!(!named.exists(), "no folder named like a file is made");
+    assert!(
+        !state.exists(),
+        "nothing is done before the flags are checked"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept\n");
+}

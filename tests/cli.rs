@@ -381,3 +381,38 @@ fn whatif_says_when_added_nodes_create_a_rack() {
     assert_eq!(known.status.code(), Some(0), "{}", text(&known.stderr));
     assert!(!text(&known.stdout).contains("creates rack"));
 }
+
+#[test]
+fn every_out_flag_says_file_or_folder() {
+    for (cmd, expect) in [
+        (
+            &["solve"][..],
+            &["Output file", "`-` or absent: stdout"][..],
+        ),
+        (&["gen"], &["Output file", "`-` or absent: stdout"]),
+        (&["discover"], &["Output file", "`-` or absent: stdout"]),
+        (&["plan"], &["Output folder", "not a file"]),
+        (&["compare"], &["Output folder", "not a file"]),
+        (&["simulate"], &["Output file for the report"]),
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = gangplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}");
+        let help = text(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for e in expect {
+            assert!(help.contains(e), "{cmd:?} --help: expected {e:?} in {help}");
+        }
+    }
+}
+
+#[test]
+fn gen_out_dash_is_stdout() {
+    let out = gangplan(&["gen", "--nodes", "2", "--pending", "2", "--out", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("nodes:"));
+    assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+}
