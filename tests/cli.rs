@@ -416,3 +416,28 @@ fn gen_out_dash_is_stdout() {
     assert!(text(&out.stdout).starts_with("nodes:"));
     assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
 }
+
+#[test]
+fn gen_help_says_what_it_makes() {
+    let out = gangplan(&["gen", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains("`--nodes 32` gives 32 DGX H100 nodes"),
+        "{help}"
+    );
+    assert!(
+        help.contains("mixed GPU types need more than 3 racks"),
+        "{help}"
+    );
+    let made = gangplan(&["gen", "--nodes", "32"]);
+    let yaml = text(&made.stdout);
+    assert_eq!(
+        yaml.matches("model: dgx-h100").count(),
+        32,
+        "as the help says"
+    );
+}

@@ -67,7 +67,17 @@ enum Command {
     Solve(solve_cmd::SolveArgs),
     /// Check a plan against its instance (the rules of SPEC.md).
     Validate(validate_cmd::ValidateArgs),
-    /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
+    /// Write a synthetic instance: racks of one GPU type each, pods, running fill, tenants.
+    ///
+    /// Nodes fill racks of --nodes-per-rack (default 16) in order; the rack's number picks its
+    /// hardware in a cycle of 7 racks: racks 0-2 DGX H100 (8 GPUs), 3-4 DGX A100 (8),
+    /// 5 A100 PCIe 8x (8), 6 L40S PCIe 4x (4). So the default `--nodes 32` gives 32 DGX H100
+    /// nodes in two racks; mixed GPU types need more than 3 racks (e.g. `--nodes 112` at 16
+    /// per rack, or a smaller --nodes-per-rack). Racks group into pods of --racks-per-pod.
+    /// A --down fraction of GPUs is down, running jobs hold about --busy of the rest, and
+    /// --pending gangs (up to --max-gang GPUs, some sharing one GPU) wait, spread over
+    /// --tenants tenants t0, t1, ... (weights 3, 2, 1, 1, ...; with several, the last has a
+    /// quota of 2 GPUs per node). The same flags and --seed give the same instance.
     Gen(gen_cmd::GenArgs),
     /// Why a pending job waits, the smallest change that would start it; or --prices.
     Explain(explain_cmd::ExplainArgs),
