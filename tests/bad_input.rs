@@ -857,7 +857,7 @@ fn bad_explain_and_whatif_values_name_their_flag() {
             &[
                 "JOB argument",
                 "\"nosuch\"",
-                "not a pending job",
+                "no pending job \"nosuch\"",
                 "pass one of: llm-sft",
             ],
         ),

@@ -41,12 +41,12 @@ pub fn pending_job(raw: &RawInstance, source: &str, job: &str) -> Result<(), Fai
     let pending = name_list(raw.pending.iter().map(|p| p.id.as_str()));
     if raw.running.iter().any(|r| r.id == job) {
         return Err(refuse(format!(
-            "JOB argument {job:?} is a running job of {source}; explain takes a pending job: \
-             pass one of: {pending}"
+            "JOB argument {job:?}: {job:?} is a running job of {source}; explain takes a \
+             pending job: pass one of: {pending}"
         )));
     }
     Err(refuse(format!(
-        "JOB argument {job:?} is not a pending job of {source}; pass one of: {pending}"
+        "JOB argument {job:?}: no pending job {job:?} in {source}; pass one of: {pending}"
     )))
 }
 
