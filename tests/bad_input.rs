@@ -399,7 +399,7 @@ fn assert_refused(what: &str, out: &Output, expect: &[&str]) {
         assert!(!err.contains(bad), "{what}: panic text {bad:?} in {err}");
     }
     assert!(
-        err.starts_with("gangplan: error: ") || err.starts_with("error: "),
+        err.starts_with("gangplan: error: "),
         "{what}: the message starts with the program's error prefix: {err}"
     );
     assert!(
@@ -845,4 +845,121 @@ fn bad_plan_files_are_refused_by_validate() {
         dir.path().join("none.json").to_str().unwrap(),
     ]);
     assert_refused("missing plan", &out, &["none.json", "does not exist"]);
+}
+
+#[test]
+fn bad_explain_and_whatif_values_name_their_flag() {
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["explain", q, "nosuch"],
+            &[
+                "JOB argument",
+                "\"nosuch\"",
+                "no pending job \"nosuch\"",
+                "pass one of: llm-sft",
+            ],
+        ),
+        (
+            &["explain", q, "pretrain-1"],
+            &["JOB argument", "running job", "pass one of: llm-sft"],
+        ),
+        (
+            &["whatif", q, "--quota", "=5"],
+            &["--quota", "\"=5\"", "empty tenant name", "e.g. prod=40"],
+        ),
+        (
+            &["whatif", q, "--quota", "nobody=5"],
+            &[
+                "--quota nobody=5",
+                "no tenant \"nobody\"",
+                "use one of: research",
+            ],
+        ),
+        (
+            &["whatif", q, "--weight", "nobody=2"],
+            &[
+                "--weight nobody=2",
+                "no tenant \"nobody\"",
+                "use one of: research",
+            ],
+        ),
+        (
+            &["whatif", q, "--drain", "nosuch"],
+            &[
+                "--drain nosuch",
+                "no node or rack",
+                "pass a node (h1",
+                "a rack (ra, rb)",
+            ],
+        ),
+        (
+            &["whatif", q, "--add-nodes", "nosuch:2"],
+            &[
+                "--add-nodes nosuch:2",
+                "no hardware model",
+                "use one of:",
+                "dgx-h100",
+            ],
+        ),
+    ];
+    for (args, expect) in cases {
+        let out = run(args);
+        assert_refused(&format!("{args:?}"), &out, expect);
+        let err = text(&out.stderr);
+        assert!(
+            !err.contains("invalid input"),
+            "{args:?}: the flag is at fault, not the instance: {err}"
+        );
+    }
+}
+
+#[test]
+fn clap_errors_carry_the_program_prefix() {
+    for args in [
+        &["frob"][..],
+        &["solve"],
+        &["solve", "x.yaml", "--frobnicate"],
+    ] {
+        let out = run(args);
+        assert_refused(&format!("{args:?}"), &out, &[]);
+        assert!(!text(&out.stderr).contains("\nerror:"));
+    }
+}
+
+#[test]
+fn plan_out_must_be_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = quickstart();
+    let state = dir.path().join("state");
+    let file = dir.path().join("existing");
+    std::fs::write(&file, "kept\n").unwrap();
+    let named = dir.path().join("myplan.json");
+    for (out, expect) in [
+        (&named, "names a file"),
+        (&file, "is a file"),
+        (&dir.path().join("plan.yaml"), "names a file"),
+    ] {
+        let o = run(&[
+            "plan",
+            "--instance",
+            q.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_refused(
+            &format!("plan --out {}", out.display()),
+            &o,
+            &["--out", expect, "--out of plan is a folder", "plan.json"],
+        );
+    }
+    assert!(!named.exists(), "no folder named like a file is made");
+    assert!(
+        !state.exists(),
+        "nothing is done before the flags are checked"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept\n");
 }

@@ -239,3 +239,205 @@ fn write_model_writes_an_lp_file() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn an_os_error_is_printed_once() {
+    let out = gangplan(&[
+        "solve",
+        quickstart().to_str().unwrap(),
+        "--out",
+        "/nonexistent-dir-of-gangplan/plan.json",
+        "--planner",
+        "greedy",
+    ]);
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.starts_with("gangplan: error: "), "{err}");
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+}
+
+#[test]
+fn bench_checks_every_size_before_printing() {
+    for sizes in ["2k", "1k,2k"] {
+        let out = gangplan(&["bench", "--sizes", sizes]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{sizes}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("--sizes: unknown size \"2k\""));
+    }
+}
+
+#[test]
+fn status_words_are_lowercase_in_bench_and_logs() {
+    let out = gangplan(&["bench", "--sizes", "1k", "--time-limit", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| 1k"))
+        .expect("a 1k row");
+    assert!(
+        ["| optimal |", "| feasible |", "| fallback |"]
+            .iter()
+            .any(|w| row.contains(w)),
+        "{row}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = gangplan(&[
+        "plan",
+        "--instance",
+        quickstart().to_str().unwrap(),
+        "--state-dir",
+        dir.path().join("state").to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+        "--planner",
+        "greedy",
+        "--log-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("\"status\":\"fallback\""),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_lock_message_names_the_holder_not_the_last_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out_dir = dir.path().join("out");
+    let q = quickstart();
+    let args = [
+        "plan",
+        "--instance",
+        q.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--planner",
+        "greedy",
+    ];
+    let first = Command::new(env!("CARGO_BIN_EXE_gangplan"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let first_pid = first.id();
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0));
+    let held = gangplan::cron::RoundLock::acquire(&state.join("lock")).unwrap();
+    let out = gangplan(&args);
+    drop(held);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.starts_with("gangplan: error: another planning round holds the lock"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("(pid {})", std::process::id())),
+        "{err}"
+    );
+    assert!(!err.contains(&format!("pid {first_pid})")), "{err}");
+}
+
+#[test]
+fn whatif_says_when_added_nodes_create_a_rack() {
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let new_rack = gangplan(&[
+        "whatif",
+        q,
+        "--add-nodes",
+        "dgx-h100:1@newrack",
+        "--time-limit",
+        "2",
+    ]);
+    assert_eq!(
+        new_rack.status.code(),
+        Some(0),
+        "{}",
+        text(&new_rack.stderr)
+    );
+    let first = text(&new_rack.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(first.contains("in rack newrack"), "{first}");
+    assert!(first.contains("creates rack newrack"), "{first}");
+    let known = gangplan(&[
+        "whatif",
+        q,
+        "--add-nodes",
+        "dgx-h100:1@ra",
+        "--time-limit",
+        "2",
+    ]);
+    assert_eq!(known.status.code(), Some(0), "{}", text(&known.stderr));
+    assert!(!text(&known.stdout).contains("creates rack"));
+}
+
+#[test]
+fn every_out_flag_says_file_or_folder() {
+    for (cmd, expect) in [
+        (
+            &["solve"][..],
+            &["Output file", "`-` or absent: stdout"][..],
+        ),
+        (&["gen"], &["Output file", "`-` or absent: stdout"]),
+        (&["discover"], &["Output file", "`-` or absent: stdout"]),
+        (&["plan"], &["Output folder", "not a file"]),
+        (&["compare"], &["Output folder", "not a file"]),
+        (&["simulate"], &["Output file for the report"]),
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = gangplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}");
+        let help = text(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for e in expect {
+            assert!(help.contains(e), "{cmd:?} --help: expected {e:?} in {help}");
+        }
+    }
+}
+
+#[test]
+fn gen_out_dash_is_stdout() {
+    let out = gangplan(&["gen", "--nodes", "2", "--pending", "2", "--out", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("nodes:"));
+    assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+}
+
+#[test]
+fn gen_help_says_what_it_makes() {
+    let out = gangplan(&["gen", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains("`--nodes 32` gives 32 DGX H100 nodes"),
+        "{help}"
+    );
+    assert!(
+        help.contains("mixed GPU types need more than 3 racks"),
+        "{help}"
+    );
+    let made = gangplan(&["gen", "--nodes", "32"]);
+    let yaml = text(&made.stdout);
+    assert_eq!(
+        yaml.matches("model: dgx-h100").count(),
+        32,
+        "as the help says"
+    );
+}

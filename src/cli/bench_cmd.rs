@@ -50,16 +50,22 @@ fn peak_rss_mib() -> Option<f64> {
 /// Run `bench`.
 pub fn run(a: BenchArgs) -> Result<i32, Failure> {
     let lib = ModelLibrary::builtin();
+    let sizes = a
+        .sizes
+        .iter()
+        .map(|name| {
+            size_params(name).map(|p| (name, p)).ok_or_else(|| {
+                Failure::new(
+                    exit::BAD_INPUT,
+                    anyhow::anyhow!("--sizes: unknown size {name:?}; expected 1k, 10k or 100k"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
     let dir = tempfile::tempdir().map_err(|e| Failure::new(exit::IO, e.into()))?;
     println!("| round | GPUs | pending | wall s | objective | bound | gap | obj / greedy | GPUs placed (MIP / greedy) | greedy s | status | peak RSS MiB |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for name in &a.sizes {
-        let Some((nodes, pending)) = size_params(name) else {
-            return Err(Failure::new(
-                exit::BAD_INPUT,
-                anyhow::anyhow!("--sizes: unknown size {name:?}; expected 1k, 10k or 100k"),
-            ));
-        };
+    for (name, (nodes, pending)) in sizes {
         for busy in if a.tight {
             vec![0.65, 0.85]
         } else {
@@ -118,7 +124,7 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
                     .sum::<f64>()
             };
             println!(
-                "| {name}{} | {} | {} | {wall:.2} | {:.1} | {} | {} | {:.4} | {:.0} / {:.0} | {greedy_s:.3} | {:?} | {} |",
+                "| {name}{} | {} | {} | {wall:.2} | {:.1} | {} | {} | {:.4} | {:.0} / {:.0} | {greedy_s:.3} | {} | {} |",
                 if busy > 0.7 { " tight" } else { "" },
                 inst.gpus_total(),
                 inst.pending.len(),
@@ -128,7 +134,7 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
                 out.objective / out.greedy_objective.max(gangplan::units::TOLERANCE),
                 placed(&out.assignment),
                 placed(&g.assignment),
-                out.status,
+                super::status_word(out.status),
                 peak_rss_mib().map_or("-".into(), |m| format!("{m:.0}")),
             );
         }

@@ -24,8 +24,9 @@ pub struct CompareArgs {
     /// Seeds: a list (42,43) or a range (42-51); overrides --seed.
     #[arg(long)]
     pub seeds: Option<String>,
-    /// Folder for summary.md, summary.csv, reports/ and the SVG plots (created if missing).
-    #[arg(long)]
+    /// Output folder, not a file (created if missing): summary.md, summary.csv, reports/ and
+    /// the SVG plots go into it.
+    #[arg(long, value_name = "DIR")]
     pub out_dir: PathBuf,
     /// The FGD artifact's analysis_allo_discrete.csv: adds its published allocation.
     #[arg(long)]

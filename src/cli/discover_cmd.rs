@@ -34,7 +34,7 @@ pub struct DiscoverArgs {
     /// Update (or add) this node in an instance file, atomically; the file is created when absent.
     #[arg(long, value_name = "INSTANCE")]
     pub merge: Option<PathBuf>,
-    /// Write the description here (atomically) instead of stdout.
+    /// Output file for the description, written atomically; `-` or absent: stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Write the hardware model to DIR/hardware/<model>.yaml, loadable with `--models DIR`.
@@ -183,7 +183,7 @@ pub fn run(a: DiscoverArgs) -> Result<i32, Failure> {
     }
     if a.merge.is_none() || a.out.is_some() {
         let text = encode(&d, a.format).map_err(|e| Failure::new(exit::INTERNAL, e))?;
-        match &a.out {
+        match a.out.as_deref().filter(|p| p.as_os_str() != "-") {
             Some(p) => {
                 write_atomic(p, text.as_bytes()).map_err(|e| Failure::new(exit::IO, e.into()))?
             }

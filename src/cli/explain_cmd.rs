@@ -104,6 +104,7 @@ pub fn run(a: ExplainArgs) -> Result<i32, Failure> {
                 ),
             ));
         };
+        super::arg_check::pending_job(&raw, &source, job)?;
         let e = explain_job(&raw, &lib, &source, job, a.options, !a.no_verify)
             .map_err(Failure::from_lib)?;
         match a.format {

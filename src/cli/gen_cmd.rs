@@ -46,8 +46,8 @@ pub struct GenArgs {
     /// Write JSON instead of YAML (both are valid instances; JSON parses faster).
     #[arg(long)]
     pub json: bool,
-    /// Output file (atomic); stdout if absent.
-    #[arg(long)]
+    /// Output file, written atomically; `-` or absent: stdout.
+    #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 
@@ -107,7 +107,7 @@ pub fn run(a: GenArgs) -> Result<i32, Failure> {
     } else {
         serde_yaml::to_string(&raw).map_err(|e| Failure::new(exit::INTERNAL, e.into()))?
     };
-    match &a.out {
+    match a.out.as_deref().filter(|p| p.as_os_str() != "-") {
         Some(path) => gangplan::fsutil::write_atomic(path, text.as_bytes())
             .map_err(|e| Failure::new(exit::IO, e.into()))?,
         None => print!("{text}"),

@@ -2,6 +2,7 @@
 //! this edge only. Every error maps to a documented exit code; panics are caught and reported
 //! as internal failures.
 
+mod arg_check;
 mod bench_cmd;
 mod compare_cmd;
 mod discover_cmd;
@@ -66,7 +67,17 @@ enum Command {
     Solve(solve_cmd::SolveArgs),
     /// Check a plan against its instance (the rules of SPEC.md).
     Validate(validate_cmd::ValidateArgs),
-    /// Write a synthetic instance (racks, pods, mixed GPU types, running fill, tenants).
+    /// Write a synthetic instance: racks of one GPU type each, pods, running fill, tenants.
+    ///
+    /// Nodes fill racks of --nodes-per-rack (default 16) in order; the rack's number picks its
+    /// hardware in a cycle of 7 racks: racks 0-2 DGX H100 (8 GPUs), 3-4 DGX A100 (8),
+    /// 5 A100 PCIe 8x (8), 6 L40S PCIe 4x (4). So the default `--nodes 32` gives 32 DGX H100
+    /// nodes in two racks; mixed GPU types need more than 3 racks (e.g. `--nodes 112` at 16
+    /// per rack, or a smaller --nodes-per-rack). Racks group into pods of --racks-per-pod.
+    /// A --down fraction of GPUs is down, running jobs hold about --busy of the rest, and
+    /// --pending gangs (up to --max-gang GPUs, some sharing one GPU) wait, spread over
+    /// --tenants tenants t0, t1, ... (weights 3, 2, 1, 1, ...; with several, the last has a
+    /// quota of 2 GPUs per node). The same flags and --seed give the same instance.
     Gen(gen_cmd::GenArgs),
     /// Why a pending job waits, the smallest change that would start it; or --prices.
     Explain(explain_cmd::ExplainArgs),
@@ -116,6 +127,17 @@ impl Failure {
     }
 }
 
+/// A plan status as one lowercase word (`optimal`, `feasible`, `fallback`), the spelling of
+/// plan files, used in tables and logs too.
+pub fn status_word(status: gangplan::plan::Status) -> &'static str {
+    use gangplan::plan::Status;
+    match status {
+        Status::Optimal => "optimal",
+        Status::Feasible => "feasible",
+        Status::Fallback => "fallback",
+    }
+}
+
 /// Check a `--time-limit` flag (seconds in (0, 86400], as `policy.time_limit`).
 pub fn check_time_limit_flag(seconds: f64) -> Result<f64, Failure> {
     gangplan::instance::policy::check_time_limit(seconds)
@@ -132,7 +154,11 @@ pub fn run() -> i32 {
             } else {
                 exit::OK
             };
-            let _ = e.print();
+            if e.use_stderr() {
+                eprint!("{}", clap_error_text(&e));
+            } else {
+                let _ = e.print();
+            }
             return code;
         }
     };
@@ -155,9 +181,34 @@ pub fn run() -> i32 {
     match result {
         Ok(Ok(code)) => code,
         Ok(Err(f)) => {
-            eprintln!("gangplan: error: {:#}", f.error);
+            eprintln!("{}{}", ERROR_PREFIX, error_text(&f.error));
             f.code
         }
         Err(_) => exit::INTERNAL,
     }
+}
+
+/// The prefix of every error message on stderr.
+const ERROR_PREFIX: &str = "gangplan: error: ";
+
+/// A clap parse error in the program's own format: clap's `error: ` prefix replaced by
+/// [`ERROR_PREFIX`], clap's text (value, usage, hint) kept.
+fn clap_error_text(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let body = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+    format!("{ERROR_PREFIX}{body}")
+}
+
+/// An error and its causes, joined by `: `, leaving out a cause whose text is already part of
+/// the message (an I/O error that quotes the OS error it wraps would print it twice).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
 }

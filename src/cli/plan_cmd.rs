@@ -61,7 +61,8 @@ pub struct PlanArgs {
     /// State dir: lock, memory of the last round, metrics (created when missing).
     #[arg(long, value_name = "DIR")]
     pub state_dir: PathBuf,
-    /// Output dir: plan.json (and bindings.yaml with --emit k8s).
+    /// Output folder (created when missing), not a file: the round writes DIR/plan.json (and
+    /// DIR/bindings.yaml with --emit k8s) into it.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[command(flatten)]
@@ -92,6 +93,38 @@ pub fn check_flags(f: &CronFlags) -> Result<(), Failure> {
         return Err(Failure::new(
             exit::BAD_INPUT,
             anyhow::anyhow!("--namespace {:?} is not a DNS-1123 label", f.namespace),
+        ));
+    }
+    Ok(())
+}
+
+/// `--out` of `plan` is a folder: refuse an existing file, and a path that is not an existing
+/// folder and ends in a plan file's extension (`--out myplan.json` would make a folder of it).
+fn check_out_dir(out: &Path) -> Result<(), Failure> {
+    let what = "--out of plan is a folder that receives plan.json (and bindings.yaml with --emit \
+                k8s)";
+    let shown = out.display();
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!("--out {shown}: is a file; {what}; pass a folder"),
+        ));
+    }
+    let file_like = matches!(
+        out.extension().and_then(|e| e.to_str()),
+        Some("json" | "yaml" | "yml")
+    );
+    if file_like && !out.is_dir() {
+        let parent = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or(".".to_string(), |p| p.display().to_string());
+        return Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!(
+                "--out {shown}: names a file; {what}; pass a folder, e.g. --out {parent} \
+                 (the plan goes to {parent}/plan.json)"
+            ),
         ));
     }
     Ok(())
@@ -152,7 +185,7 @@ pub fn emit_outputs(flags: &CronFlags, plan: &Plan, dir: &Path) -> Result<(), Fa
 /// Log the plan's outcome.
 pub fn log_planned(p: &Planned) {
     tracing::info!(
-        status = ?p.plan.status,
+        status = super::status_word(p.plan.status),
         objective = p.plan.solver.objective,
         gap = p.plan.solver.gap,
         seconds = p.plan.solver.seconds,
@@ -169,6 +202,7 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     let started = Instant::now();
     init_logging(a.cron.log_format);
     check_flags(&a.cron)?;
+    check_out_dir(&a.out)?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| Failure::new(exit::IO, anyhow::anyhow!("{}: {e}", a.out.display())))?;
     let (state, _lock, mut memory) = open_state(&a.state_dir)?;

@@ -126,8 +126,8 @@ pub struct SimulateArgs {
     /// Planner: ilp, greedy, fifo, best-fit, las, drf, fgd, random.
     #[arg(long, default_value = "ilp")]
     pub planner: String,
-    /// Write the report JSON here (atomically); stdout if absent.
-    #[arg(long)]
+    /// Output file for the report JSON, written atomically; absent: stdout.
+    #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 }
 

@@ -39,8 +39,8 @@ pub enum FormulationArg {
 pub struct SolveArgs {
     /// Instance file (YAML or JSON; see SPEC.md).
     pub instance: PathBuf,
-    /// Write the plan to this file (atomically, only after it passed the validator); `-` or
-    /// absent: stdout.
+    /// Output file for the plan, written atomically and only after it passed the validator;
+    /// `-` or absent: stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Seconds for the whole command, read to write; overrides policy.time_limit.

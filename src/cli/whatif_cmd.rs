@@ -51,6 +51,7 @@ pub fn run(a: WhatifArgs) -> Result<i32, Failure> {
     }
     let (raw, lib) = load_raw(&a.instance, a.models.as_ref(), a.time_limit)?;
     let source = a.instance.display().to_string();
+    super::arg_check::whatif_changes(&raw, &lib, &source, &changes)?;
     let d = whatif(&raw, &changes, &lib, &source).map_err(Failure::from_lib)?;
     let text = match a.format {
         TextOrJson::Json => json(&d)?,

@@ -30,14 +30,9 @@ impl RoundLock {
             Err(fs4::TryLockError::WouldBlock) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
                 return Err(CronError::Locked {
                     path: path.display().to_string(),
-                    holder: if holder.is_empty() {
-                        "unknown".into()
-                    } else {
-                        holder.into()
-                    },
+                    holder: holder_text(holder.trim()),
                 });
             }
             Err(fs4::TryLockError::Error(e)) => return Err(CronError::io(path, e)),
@@ -54,6 +49,20 @@ impl RoundLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// The holder's pid as read from the lock file. The holder writes its pid just after taking
+/// the lock, so in that moment the file may still be empty or name the previous round's
+/// process; where `/proc` shows that process is gone, the pid is not the holder's.
+fn holder_text(pid: &str) -> String {
+    let gone = !pid.is_empty()
+        && Path::new("/proc/self").exists()
+        && !Path::new("/proc").join(pid).exists();
+    if pid.is_empty() || gone {
+        "unknown, just started".into()
+    } else {
+        pid.into()
     }
 }
 

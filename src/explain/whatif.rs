@@ -68,7 +68,12 @@ impl WhatIf {
     pub fn parse_quota(s: &str) -> std::result::Result<WhatIf, String> {
         let (t, v) = s
             .split_once('=')
-            .ok_or_else(|| format!("{s:?}: expected TENANT=N"))?;
+            .ok_or_else(|| format!("{s:?}: expected TENANT=N, e.g. prod=40"))?;
+        if t.is_empty() {
+            return Err(format!(
+                "{s:?}: empty tenant name; expected TENANT=N, e.g. prod=40"
+            ));
+        }
         let n: u64 = v
             .parse()
             .ok()
@@ -81,7 +86,12 @@ impl WhatIf {
     pub fn parse_weight(s: &str) -> std::result::Result<WhatIf, String> {
         let (t, v) = s
             .split_once('=')
-            .ok_or_else(|| format!("{s:?}: expected TENANT=W"))?;
+            .ok_or_else(|| format!("{s:?}: expected TENANT=W, e.g. prod=2"))?;
+        if t.is_empty() {
+            return Err(format!(
+                "{s:?}: empty tenant name; expected TENANT=W, e.g. prod=2"
+            ));
+        }
         let w: f64 = v
             .parse()
             .ok()
@@ -100,6 +110,23 @@ impl WhatIf {
             WhatIf::Drain(x) => format!("drain {x}"),
             WhatIf::Quota(t, n) => format!("quota of {t} = {n}"),
             WhatIf::Weight(t, w) => format!("weight of {t} = {w}"),
+        }
+    }
+
+    /// The change in words, for the instance it applies to: adding nodes in a rack that the
+    /// instance does not have says that it creates the rack.
+    pub fn text_in(&self, raw: &RawInstance) -> String {
+        match self {
+            WhatIf::AddNodes {
+                model,
+                count,
+                rack: Some(r),
+            } if !raw.nodes.iter().any(|n| n.rack.as_ref() == Some(r)) => {
+                format!(
+                    "add {count} x {model} in rack {r} (creates rack {r}: no node is in it yet)"
+                )
+            }
+            _ => self.text(),
         }
     }
 }
@@ -328,7 +355,7 @@ pub fn whatif(
         v
     };
     Ok(Diff {
-        changes: changes.iter().map(|c| c.text()).collect(),
+        changes: changes.iter().map(|c| c.text_in(raw)).collect(),
         newly_started: minus(&after.started, &before.started),
         no_longer_started: minus(&before.started, &after.started),
         newly_preempted: minus(&after.preempted, &before.preempted),
