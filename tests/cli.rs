@@ -441,3 +441,33 @@ fn gen_help_says_what_it_makes() {
         "as the help says"
     );
 }
+
+/// Completions and the man page come from the clap definitions: every subcommand is in them.
+#[test]
+fn completions_and_man_page_name_every_subcommand() {
+    let subcommands = [
+        "solve", "validate", "gen", "explain", "whatif", "simulate", "compare", "bench",
+        "discover", "plan", "slurm",
+    ];
+    for shell in ["bash", "zsh", "fish"] {
+        let out = gangplan(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        for s in subcommands {
+            assert!(text.contains(s), "{shell} completions lack {s}");
+        }
+    }
+    let out = gangplan(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH gangplan"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    for s in subcommands {
+        assert!(page.contains(s), "man page lacks {s}");
+    }
+    let bad = gangplan(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -6,6 +6,7 @@ mod arg_check;
 mod bench_cmd;
 mod compare_cmd;
 mod discover_cmd;
+mod docs_cmd;
 mod explain_cmd;
 mod gen_cmd;
 mod plan_cmd;
@@ -95,6 +96,10 @@ enum Command {
     Plan(plan_cmd::PlanArgs),
     /// Drive a Slurm cluster: `gangplan slurm plan [--apply]` (see docs/slurm.md).
     Slurm(slurm_cmd::SlurmArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(docs_cmd::CompletionsArgs),
+    /// Print the man page gangplan(1) (roff) on stdout.
+    Man(docs_cmd::ManArgs),
 }
 
 /// An error at the edge, with its exit code.
@@ -177,6 +182,8 @@ pub fn run() -> i32 {
         Command::Discover(a) => discover_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),
         Command::Slurm(a) => slurm_cmd::run(a),
+        Command::Completions(a) => docs_cmd::completions(a),
+        Command::Man(a) => docs_cmd::man(a),
     });
     match result {
         Ok(Ok(code)) => code,
