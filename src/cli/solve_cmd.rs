@@ -165,3 +165,45 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     }
     Ok(exit::OK)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::far_from_bound;
+    use gangplan::plan::{Metrics, Plan, SolverInfo, Status};
+
+    fn plan(gap: Option<f64>, hit: bool) -> Plan {
+        Plan {
+            format: gangplan::plan::types::PLAN_FORMAT.to_string(),
+            status: Status::Feasible,
+            solver: SolverInfo {
+                gap,
+                time_limit_hit: hit,
+                ..SolverInfo::blank("ilp")
+            },
+            placements: Vec::new(),
+            preemptions: Vec::new(),
+            pending: Vec::new(),
+            metrics: Metrics {
+                gpus_total: 0,
+                gpus_busy_before: 0,
+                gpus_busy_after: 0,
+                gpus_down: 0,
+                jobs_placed: 0,
+                jobs_pending: 0,
+                jobs_preempted: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn a_cut_solve_far_from_its_bound_is_said() {
+        let w = far_from_bound(&plan(Some(2.3), true), 0.01).expect("a warning");
+        assert!(
+            w.contains("230.00% from its bound (asked: within 1.00%)"),
+            "{w}"
+        );
+        assert!(far_from_bound(&plan(Some(0.005), true), 0.01).is_none());
+        assert!(far_from_bound(&plan(Some(2.3), false), 0.01).is_none());
+        assert!(far_from_bound(&plan(None, true), 0.01).is_none());
+    }
+}
