@@ -529,6 +529,8 @@ fn cli_refuses_a_merge_that_breaks_the_instance() {
         .arg(fixture_path("t4-2x.json"))
         .args(["--name", "n", "--merge"])
         .arg(&inst)
+        .arg("--model-out")
+        .arg(dir.path().join("models"))
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
@@ -586,4 +588,31 @@ fn bad_recordings_are_input_errors() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nmae"));
+}
+
+/// A merge that would name a model the next `solve` cannot find is refused: the instance
+/// stays as it was, and the message says how to keep the model.
+#[test]
+fn cli_refuses_to_merge_a_node_of_an_unshipped_model_without_its_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inst = dir.path().join("cluster.yaml");
+    let before = "nodes:\n  - {name: a, gpus: 8, gpu_type: H100}\n";
+    std::fs::write(&inst, before).expect("write");
+    let out = bin()
+        .args(["discover", "--from"])
+        .arg(fixture_path("t4-2x.json"))
+        .args(["--name", "t4node", "--merge"])
+        .arg(&inst)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("t4-2x-pcie") && err.contains("--model-out"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&inst).expect("read"), before);
+    // The instance as it is still plans.
+    let solve = bin().arg("solve").arg(&inst).output().expect("runs");
+    assert_eq!(solve.status.code(), Some(0));
 }

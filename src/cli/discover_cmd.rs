@@ -222,11 +222,20 @@ fn merge_into(
     } else {
         (RawInstance::default(), false)
     };
+    let node_model = d.node.model.clone().unwrap_or_default();
+    let known = lib.hardware.contains_key(&node_model);
+    if !known && !model_written {
+        // The next `gangplan solve` would refuse a node naming a model it cannot find.
+        return Err(bad(format!(
+            "{name}: node {} names hardware model {node_model}, which is not shipped, so the \
+             merged instance would not load and was not written; pass --model-out DIR to write \
+             the model (then plan with --models DIR), or --model-name NAME of a shipped model",
+            d.node.name
+        )));
+    }
     let action = merge_node(&mut raw, d.node.clone());
     // Check the result with the discovered model known, so that a bad merge never lands.
     let mut lib = lib.clone();
-    let node_model = d.node.model.clone().unwrap_or_default();
-    let known = lib.hardware.contains_key(&node_model);
     if !known {
         lib.hardware.insert(d.model.name.clone(), d.model.clone());
     }
@@ -252,10 +261,10 @@ fn merge_into(
         MergeAction::Added => "added",
     };
     eprintln!("gangplan: {verb} node {} in {name}", d.node.name);
-    if !known && !model_written {
+    if !known {
         eprintln!(
-            "gangplan: warning: node {} names model {}, which is not shipped: keep it with --model-out DIR and pass --models DIR when planning",
-            d.node.name, node_model
+            "gangplan: node {} names model {node_model}, written with --model-out: plan with --models DIR",
+            d.node.name
         );
     }
     Ok(())
