@@ -435,3 +435,56 @@ fn kinds_agree_with_the_job_alone_in_an_empty_cluster() {
         "the oracle checked too few jobs: {checked:?}"
     );
 }
+
+/// More than three job changes of one kind read as one clause with a count, their GPUs and
+/// the first three names; `explain --verbose` lists each.
+#[test]
+fn many_victims_are_grouped_into_one_clause() {
+    let yaml = "
+nodes:
+  - {name: a, gpus: 8}
+running:
+  - {id: r0, gpus: {a: [0]}}
+  - {id: r1, gpus: {a: [1]}}
+  - {id: r2, gpus: {a: [2]}}
+  - {id: r3, gpus: {a: [3]}}
+  - {id: r4, gpus: {a: [4]}}
+  - {id: r5, gpus: {a: [5]}}
+pending:
+  - {id: big, gpus: 8}
+";
+    let raw: RawInstance = serde_yaml::from_str(yaml).unwrap();
+    let lib = ModelLibrary::builtin();
+    let e = explain_job(&raw, &lib, "t", "big", 1, true).unwrap();
+    let first = &e.options[0];
+    assert_eq!(first.relaxation.changes.len(), 6, "{:?}", first.relaxation);
+    assert_eq!(
+        first.relaxation.summary,
+        "starts if 6 running jobs (6 GPUs) that may not be preempted finish or are stopped: r0, r1, r2 and 3 more"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let run = |verbose: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gangplan"));
+        cmd.arg("explain").arg(&path).arg("big");
+        if verbose {
+            cmd.arg("--verbose");
+        }
+        String::from_utf8(cmd.output().unwrap().stdout).unwrap()
+    };
+    let plain = run(false);
+    let option = plain
+        .lines()
+        .find(|l| l.trim_start().starts_with("1."))
+        .unwrap_or_else(|| panic!("{plain}"));
+    assert!(
+        option.contains("and 3 more") && !option.contains("r5"),
+        "{option}"
+    );
+    assert!(
+        run(true).contains("- r5 (1 GPU on a) finishes or is stopped"),
+        "{}",
+        run(true)
+    );
+}

@@ -42,6 +42,10 @@ pub struct ExplainArgs {
     /// Do not re-plan to check each change.
     #[arg(long)]
     pub no_verify: bool,
+    /// List every change of each option on its own line (the summary groups more than three
+    /// job changes of one kind into one clause).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
     /// Seconds for each planning solve; overrides policy.time_limit.
     #[arg(long, value_name = "S")]
     pub time_limit: Option<f64>,
@@ -109,7 +113,7 @@ pub fn run(a: ExplainArgs) -> Result<i32, Failure> {
             .map_err(Failure::from_lib)?;
         match a.format {
             TextOrJson::Json => json(&e)?,
-            TextOrJson::Text => explanation_text(&e),
+            TextOrJson::Text => explanation_text(&e, a.verbose),
         }
     };
     print!("{text}");
@@ -123,7 +127,7 @@ pub fn json<T: serde::Serialize>(v: &T) -> Result<String, Failure> {
         .map_err(|e| Failure::new(exit::INTERNAL, e.into()))
 }
 
-fn explanation_text(e: &Explanation) -> String {
+fn explanation_text(e: &Explanation, verbose: bool) -> String {
     let mut s = String::new();
     if e.started {
         let on: Vec<String> = e
@@ -173,6 +177,11 @@ fn explanation_text(e: &Explanation) -> String {
                 o.relaxation.summary,
                 o.relaxation.cost
             );
+            if verbose {
+                for c in &o.relaxation.changes {
+                    let _ = writeln!(s, "       - {}", c.text());
+                }
+            }
         }
     }
     if !e.notes.is_empty() {

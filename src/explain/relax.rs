@@ -590,7 +590,54 @@ pub fn relax(
     }))
 }
 
-/// "starts if ...": the changes in words, added GPUs summed per rack.
+/// Jobs a summary names one by one; past this many of one kind they are grouped into one
+/// clause naming the first few ("preempting 6 running jobs (40 GPUs): a, b, c and 3 more").
+/// `explain --verbose` lists every change.
+pub const LISTED_JOBS: usize = 3;
+
+/// The kind of a job-level change, for grouping: preempted, stopped though not preemptible,
+/// held back.
+fn job_group(c: &Change) -> Option<(u8, &str, u32)> {
+    match c {
+        Change::Stop {
+            job, gpus, allowed, ..
+        } => Some((
+            if *allowed { 0 } else { 1 },
+            job.as_str(),
+            gpus.values().sum(),
+        )),
+        Change::HoldBack { job, gpus } => Some((2, job.as_str(), gpus.values().sum())),
+        _ => None,
+    }
+}
+
+/// One clause for `jobs` changes of one kind: the count, their GPUs and the first few names.
+fn grouped_clause(kind: u8, jobs: &[(&str, u32)]) -> String {
+    let gpus: u32 = jobs.iter().map(|j| j.1).sum();
+    let names: Vec<&str> = jobs.iter().take(LISTED_JOBS).map(|j| j.0).collect();
+    let more = jobs.len().saturating_sub(LISTED_JOBS);
+    let list = format!(
+        "{}{}",
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
+    let n = jobs.len();
+    let g = crate::plan::output::gpus_phrase(gpus);
+    match kind {
+        0 => format!("{n} running jobs ({g}) are preempted: {list}"),
+        1 => format!(
+            "{n} running jobs ({g}) that may not be preempted finish or are stopped: {list}"
+        ),
+        _ => format!("{n} jobs started this round ({g}) wait instead: {list}"),
+    }
+}
+
+/// "starts if ...": the changes in words, added GPUs summed per rack, and more than
+/// [`LISTED_JOBS`] job changes of one kind grouped into one clause.
 pub fn summary(changes: &[Change]) -> String {
     if changes.is_empty() {
         return "fits without any change".to_string();
@@ -598,7 +645,23 @@ pub fn summary(changes: &[Change]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut hardware: Vec<String> = Vec::new();
     let mut per_rack: BTreeMap<&str, (u32, Vec<String>)> = BTreeMap::new();
+    let mut groups: BTreeMap<u8, Vec<(&str, u32)>> = BTreeMap::new();
     for c in changes {
+        if let Some((kind, job, gpus)) = job_group(c) {
+            groups.entry(kind).or_default().push((job, gpus));
+        }
+    }
+    for (kind, jobs) in &groups {
+        if jobs.len() > LISTED_JOBS {
+            parts.push(grouped_clause(*kind, jobs));
+        }
+    }
+    for c in changes {
+        if let Some((kind, _, _)) = job_group(c) {
+            if groups[&kind].len() > LISTED_JOBS {
+                continue;
+            }
+        }
         match c {
             Change::AddGpus { node, rack, gpus } => {
                 let e = per_rack.entry(rack.as_str()).or_default();
