@@ -471,3 +471,50 @@ fn completions_and_man_page_name_every_subcommand() {
     let bad = gangplan(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `-q` keeps notes off stderr (errors stay); `-v` turns on the planning phases' debug logs.
+#[test]
+fn quiet_and_verbose_set_what_goes_to_stderr() {
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    // A limit too short for the MIP: the plan falls back to greedy, and a note says why.
+    let normal = gangplan(&["solve", q, "--time-limit", "0.000001"]);
+    let quiet = gangplan(&["-q", "solve", q, "--time-limit", "0.000001"]);
+    assert_eq!(normal.status.code(), Some(0), "{}", text(&normal.stderr));
+    assert!(
+        text(&normal.stderr).contains("gangplan:"),
+        "a cut round notes why: {}",
+        text(&normal.stderr)
+    );
+    assert_eq!(quiet.status.code(), Some(0));
+    assert!(
+        text(&quiet.stderr).is_empty(),
+        "-q: {}",
+        text(&quiet.stderr)
+    );
+    let placements = |o: &std::process::Output| {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["placements"].clone()
+    };
+    assert_eq!(
+        placements(&normal),
+        placements(&quiet),
+        "-q changes no plan"
+    );
+    let bad = gangplan(&["-q", "solve", "/nonexistent.yaml"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).starts_with("gangplan: error:"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let verbose = gangplan(&["-v", "solve", q]);
+    assert_eq!(verbose.status.code(), Some(0));
+    assert!(
+        text(&verbose.stderr).contains("DEBUG"),
+        "{}",
+        text(&verbose.stderr)
+    );
+    let both = gangplan(&["-q", "-v", "solve", q]);
+    assert_eq!(both.status.code(), Some(2), "-q and -v conflict");
+}

@@ -437,7 +437,7 @@ fn kinds_agree_with_the_job_alone_in_an_empty_cluster() {
 }
 
 /// More than three job changes of one kind read as one clause with a count, their GPUs and
-/// the first three names; `explain --verbose` lists each.
+/// the first three names; `explain -v` lists each.
 #[test]
 fn many_victims_are_grouped_into_one_clause() {
     let yaml = "
@@ -469,7 +469,7 @@ pending:
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gangplan"));
         cmd.arg("explain").arg(&path).arg("big");
         if verbose {
-            cmd.arg("--verbose");
+            cmd.arg("-v");
         }
         String::from_utf8(cmd.output().unwrap().stdout).unwrap()
     };

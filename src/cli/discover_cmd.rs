@@ -172,7 +172,7 @@ pub fn run(a: DiscoverArgs) -> Result<i32, Failure> {
     };
     let d = describe(&snapshot, &opts, Some(&lib)).map_err(discover_error)?;
     for w in &d.warnings {
-        eprintln!("gangplan: warning: {w}");
+        super::note(format!("warning: {w}"));
     }
 
     if let Some(dir) = &a.model_out {
@@ -204,7 +204,7 @@ fn write_model(dir: &Path, d: &Discovery) -> Result<(), Failure> {
             .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?
     );
     write_atomic(&path, text.as_bytes()).map_err(|e| Failure::new(exit::IO, e.into()))?;
-    eprintln!("gangplan: wrote hardware model {}", path.display());
+    super::note(format!("wrote hardware model {}", path.display()));
     Ok(())
 }
 
@@ -260,12 +260,12 @@ fn merge_into(
         MergeAction::Updated => "updated",
         MergeAction::Added => "added",
     };
-    eprintln!("gangplan: {verb} node {} in {name}", d.node.name);
+    super::note(format!("{verb} node {} in {name}", d.node.name));
     if !known {
-        eprintln!(
-            "gangplan: node {} names model {node_model}, written with --model-out: plan with --models DIR",
+        super::note(format!(
+            "node {} names model {node_model}, written with --model-out: plan with --models DIR",
             d.node.name
-        );
+        ));
     }
     Ok(())
 }

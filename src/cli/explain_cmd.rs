@@ -42,10 +42,6 @@ pub struct ExplainArgs {
     /// Do not re-plan to check each change.
     #[arg(long)]
     pub no_verify: bool,
-    /// List every change of each option on its own line (the summary groups more than three
-    /// job changes of one kind into one clause).
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
     /// Seconds for each planning solve; overrides policy.time_limit.
     #[arg(long, value_name = "S")]
     pub time_limit: Option<f64>,
@@ -113,7 +109,7 @@ pub fn run(a: ExplainArgs) -> Result<i32, Failure> {
             .map_err(Failure::from_lib)?;
         match a.format {
             TextOrJson::Json => json(&e)?,
-            TextOrJson::Text => explanation_text(&e, a.verbose),
+            TextOrJson::Text => explanation_text(&e, super::verbose()),
         }
     };
     print!("{text}");

@@ -58,8 +58,35 @@ Examples:
 #[derive(Debug, Parser)]
 #[command(name = "gangplan", version, after_help = AFTER_HELP)]
 pub struct Cli {
+    /// More on stderr: debug logs of each planning phase (as RUST_LOG=gangplan=debug), and
+    /// `explain` lists every change of each option.
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    verbose: bool,
+    /// Less on stderr: no notes or warnings, only errors (and `plan`'s logs at warn level).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How much goes to stderr besides errors: set once from `-q` / `-v`.
+static VERBOSITY: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(0);
+
+/// `-v` was given.
+pub fn verbose() -> bool {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) > 0
+}
+
+/// `-q` was given.
+pub fn quiet() -> bool {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) < 0
+}
+
+/// A note or warning on stderr (`gangplan: ...`), unless `-q`.
+pub fn note(message: impl std::fmt::Display) {
+    if !quiet() {
+        eprintln!("gangplan: {message}");
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,6 +194,14 @@ pub fn run() -> i32 {
             return code;
         }
     };
+    let level = if cli.verbose {
+        1
+    } else if cli.quiet {
+        -1
+    } else {
+        0
+    };
+    VERBOSITY.store(level, std::sync::atomic::Ordering::Relaxed);
     std::panic::set_hook(Box::new(|info| {
         eprintln!("gangplan: internal error (a bug; please report it with the input): {info}");
     }));

@@ -71,8 +71,21 @@ pub struct PlanArgs {
 
 /// Set up `tracing` on stderr. Safe to call twice (the second call is ignored).
 pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // -v / -q choose the level; RUST_LOG, where set, decides otherwise.
+    let default = if super::verbose() {
+        "info,gangplan=debug"
+    } else if super::quiet() {
+        "warn"
+    } else {
+        "info"
+    };
+    let filter = match std::env::var_os("RUST_LOG") {
+        Some(_) if !super::verbose() && !super::quiet() => {
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        }
+        _ => tracing_subscriber::EnvFilter::new(default),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -95,7 +95,7 @@ pub fn far_from_bound(plan: &Plan, mip_gap: f64) -> Option<String> {
 /// Run `solve`.
 pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     let started = Instant::now();
-    if std::env::var_os("RUST_LOG").is_some() {
+    if std::env::var_os("RUST_LOG").is_some() || super::verbose() {
         // Phase timings of the solve (debug level) on stderr, only when asked for.
         super::plan_cmd::init_logging(super::plan_cmd::LogFormat::Text);
     }
@@ -152,10 +152,10 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
         )
     })?;
     if let Some(note) = &plan.solver.note {
-        eprintln!("gangplan: {note}");
+        super::note(note);
     }
     if let Some(warning) = far_from_bound(&plan, mip_gap) {
-        eprintln!("gangplan: {warning}");
+        super::note(warning);
     }
     let text = encode(&plan, a.format, table_of.as_ref());
     match a.out.as_deref().filter(|p| p.as_os_str() != "-") {
