@@ -518,3 +518,35 @@ fn quiet_and_verbose_set_what_goes_to_stderr() {
     let both = gangplan(&["-q", "-v", "solve", q]);
     assert_eq!(both.status.code(), Some(2), "-q and -v conflict");
 }
+
+/// `solve --format table` prints the table for people; `--out -` is stdout.
+#[test]
+fn solve_prints_a_table_and_out_dash_is_stdout() {
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let table = gangplan(&["solve", q, "--format", "table", "--out", "-"]);
+    assert_eq!(table.status.code(), Some(0), "{}", text(&table.stderr));
+    let out = text(&table.stdout);
+    let first = out.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("JOB") && first.contains("REASON"),
+        "{out}"
+    );
+    assert!(
+        out.contains("h2:0-7 h4:0-7") && out.contains("preempt"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .last()
+            .unwrap_or("")
+            .starts_with("round: 8 placed"),
+        "{out}"
+    );
+    let json = gangplan(&["solve", q, "--out", "-"]);
+    let plan: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON on stdout");
+    assert_eq!(plan["format"], "gangplan-plan/1");
+    assert!(!std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("-")
+        .exists());
+}
