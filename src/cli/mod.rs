@@ -93,7 +93,7 @@ pub fn note(message: impl std::fmt::Display) {
 enum Command {
     /// Plan one round from an instance file and print or write the plan.
     Solve(solve_cmd::SolveArgs),
-    /// Check a plan against its instance (the rules of SPEC.md).
+    /// Check a plan against its instance (the rules in docs/formats.md).
     Validate(validate_cmd::ValidateArgs),
     /// Write a synthetic instance: racks of one GPU type each, pods, running fill, tenants.
     ///

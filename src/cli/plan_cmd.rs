@@ -55,7 +55,7 @@ pub struct CronFlags {
 /// Run one round on an instance file.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Instance file (YAML or JSON; see SPEC.md): the cluster's state this round.
+    /// Instance file (YAML or JSON; every field in docs/formats.md): the cluster's state this round.
     #[arg(long, value_name = "FILE")]
     pub instance: PathBuf,
     /// State dir: lock, memory of the last round, metrics (created when missing).

@@ -37,7 +37,7 @@ pub enum FormulationArg {
 /// Plan one round.
 #[derive(Debug, Args)]
 pub struct SolveArgs {
-    /// Instance file (YAML or JSON; see SPEC.md).
+    /// Instance file (YAML or JSON; every field in docs/formats.md).
     pub instance: PathBuf,
     /// Output file for the plan, written atomically and only after it passed the validator;
     /// `-` or absent: stdout.

@@ -291,7 +291,7 @@ fn explain(path: &str, raw: &str) -> String {
         };
     }
     if let Some(rest) = m.strip_prefix("missing field ") {
-        return format!("missing field {rest}; add it (SPEC.md lists the required fields)");
+        return format!("missing field {rest}; add it (docs/formats.md lists every field and whether it is required)");
     }
     if m.starts_with("duplicate field") || m.starts_with("duplicate entry") {
         return format!("{m}; give each key once");
