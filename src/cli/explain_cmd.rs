@@ -130,13 +130,7 @@ fn explanation_text(e: &Explanation, verbose: bool) -> String {
             .placed_on
             .iter()
             .flatten()
-            .map(|(node, idx)| {
-                if idx.is_empty() {
-                    node.clone()
-                } else {
-                    format!("{node}:{}", gangplan::plan::output::index_ranges(idx))
-                }
-            })
+            .map(|(node, idx)| gangplan::plan::output::node_cell(node, idx))
             .collect();
         let _ = writeln!(s, "{}: starts this round on {}", e.job, on.join(" "));
         return s;

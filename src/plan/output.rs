@@ -25,11 +25,11 @@ fn round_to(x: f64, decimals: i32) -> f64 {
     }
 }
 
-/// The plan with its floating-point noise rounded away: objectives and bounds to 6 decimals,
-/// gaps to 8, seconds to microseconds. A bound never rounds below the objective.
-pub fn rounded(plan: &Plan) -> Plan {
-    let mut p = plan.clone();
-    let s: &mut SolverInfo = &mut p.solver;
+/// The solver report with its floating-point noise rounded away: objectives and bounds to 6
+/// decimals, gaps to 8, seconds to microseconds. A bound never rounds below the objective.
+/// (Only the report has floats: the rest of a plan is written as it is, without a copy.)
+pub fn rounded_solver(solver: &SolverInfo) -> SolverInfo {
+    let mut s = solver.clone();
     s.objective = round_to(s.objective, VALUE_DECIMALS);
     s.bound = s
         .bound
@@ -37,22 +37,28 @@ pub fn rounded(plan: &Plan) -> Plan {
     s.gap = s.gap.map(|g| round_to(g, GAP_DECIMALS).max(0.0));
     s.greedy_objective = s.greedy_objective.map(|g| round_to(g, VALUE_DECIMALS));
     s.seconds = round_to(s.seconds, SECONDS_DECIMALS);
-    p
+    s
 }
 
-/// The plan as pretty JSON (rounded), each list of numbers on one line:
+/// The plan as pretty JSON (solver report rounded), each list of numbers on one line:
 /// `"h2": [0, 1, 2, 3]`.
 pub fn to_json(plan: &Plan) -> String {
-    let value = serde_json::to_value(rounded(plan)).expect("a plan serialises");
+    let mut value = serde_json::to_value(plan).expect("a plan serialises");
+    value["solver"] = serde_json::to_value(rounded_solver(&plan.solver)).expect("serialises");
     let mut out = String::new();
     write_json(&mut out, &value, 0);
     out.push('\n');
     out
 }
 
-/// The plan as YAML (rounded).
+/// The plan as YAML (solver report rounded).
 pub fn to_yaml(plan: &Plan) -> String {
-    serde_yaml::to_string(&rounded(plan)).expect("a plan serialises")
+    let mut value = serde_yaml::to_value(plan).expect("a plan serialises");
+    if let Some(map) = value.as_mapping_mut() {
+        let solver = serde_yaml::to_value(rounded_solver(&plan.solver)).expect("serialises");
+        map.insert("solver".into(), solver);
+    }
+    serde_yaml::to_string(&value).expect("a plan serialises")
 }
 
 fn is_scalar(v: &Value) -> bool {
@@ -117,7 +123,7 @@ pub fn index_ranges(idx: &[u32]) -> String {
 
 /// A node and the GPU indices a job holds there (`h2:0-7`); the node alone for a job that
 /// holds only CPU and memory on it.
-fn node_cell(node: &str, idx: &[u32]) -> String {
+pub fn node_cell(node: &str, idx: &[u32]) -> String {
     if idx.is_empty() {
         node.to_string()
     } else {
@@ -135,9 +141,18 @@ pub fn job_name(id: &str) -> String {
     }
 }
 
+/// `GPU` for one, `GPUs` for any other count.
+pub fn gpu_word(n: u32) -> &'static str {
+    if n == 1 {
+        "GPU"
+    } else {
+        "GPUs"
+    }
+}
+
 /// `n GPU` or `n GPUs`.
 pub fn gpus_phrase(n: u32) -> String {
-    format!("{n} GPU{}", if n == 1 { "" } else { "s" })
+    format!("{n} {}", gpu_word(n))
 }
 
 /// One row of the table.
@@ -267,7 +282,7 @@ fn table_rows(inst: &Instance, plan: &Plan) -> Vec<Row> {
 /// the solver's status, objective, bound and gap.
 pub fn round_line(plan: &Plan) -> String {
     let m = &plan.metrics;
-    let s = &rounded(plan).solver;
+    let s = &rounded_solver(&plan.solver);
     let status = match plan.status {
         Status::Optimal => "optimal",
         Status::Feasible => "feasible",

@@ -18,7 +18,7 @@
 //!
 //! Levels 2 to 5 are **unschedulable**. [`AfterRound`] holds what the round left behind.
 
-use super::output::job_name;
+use super::output::{gpu_word, job_name};
 use crate::assignment::Assignment;
 use crate::instance::{Instance, Locality, PendingJob};
 use crate::objective::held_after;
@@ -470,15 +470,6 @@ fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (Str
                 Binding::MaxNodes,
             )
         }
-    }
-}
-
-/// `GPU` for one, `GPUs` for any other count.
-fn gpu_word(n: u32) -> &'static str {
-    if n == 1 {
-        "GPU"
-    } else {
-        "GPUs"
     }
 }
 
