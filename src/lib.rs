@@ -55,5 +55,6 @@ pub mod solve;
 pub mod state;
 pub mod topology;
 pub mod units;
+pub mod yaml_text;
 
 pub use error::{Error, Result};

@@ -4,7 +4,8 @@
 use crate::error::Result;
 use crate::heuristics::RoundContext;
 use crate::instance::Instance;
-use crate::plan::{render_plan, validate_plan, Plan};
+use crate::plan::{render_plan_until, validate_plan, Plan};
+use crate::solve::budget::Budget;
 use crate::solve::{PlannerKind, PlannerSetup, SolveOptions};
 use crate::topology::Topology;
 use std::sync::Arc;
@@ -53,12 +54,32 @@ pub fn plan_round(
 
 /// Plan a round with the given settings: the planner's outcome, rendered and validated.
 pub fn plan_round_with(inst: Instance, settings: &RoundSettings) -> Result<Plan> {
+    let phase = |name: &str, since: Instant| {
+        tracing::debug!(
+            phase = name,
+            seconds = since.elapsed().as_secs_f64(),
+            "round phase done"
+        );
+        Instant::now()
+    };
+    let t = Instant::now();
     let inst = Arc::new(inst);
     let topo = Arc::new(Topology::new(&inst));
+    let t = phase("topology", t);
     let planner = settings.planner.planner(&settings.setup);
     let out = planner.solve(&RoundContext::new(&inst, &topo, settings.deadline));
+    let t = phase("solve", t);
     let info = out.solver_info(settings.started.elapsed().as_secs_f64());
-    let plan = render_plan(&inst, &out.assignment, out.status, info);
+    let reasons_until = Budget::starting_at(&inst, settings.started, settings.deadline);
+    let plan = render_plan_until(
+        &inst,
+        &out.assignment,
+        out.status,
+        info,
+        Some(reasons_until.reasons_deadline()),
+    );
+    let t = phase("render", t);
     validate_plan(&inst, &plan)?;
+    phase("validate", t);
     Ok(plan)
 }

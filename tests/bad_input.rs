@@ -290,7 +290,7 @@ const CASES: &[(&str, &[&str])] = &[
         "gpu_held_twice.yaml",
         &[
             "running[1].gpus.a[0]",
-            "GPU a:1",
+            "job \"r2\": GPU a:1",
             "already held by running job \"r1\"",
         ],
     ),
@@ -343,17 +343,85 @@ const CASES: &[(&str, &[&str])] = &[
         "gpu_milli_multi_gpu.yaml",
         &["pending[0].gpu_milli", "gpus is 2", "asks for gpus: 1"],
     ),
-    // Alias bombs.
+    // Alias bombs: what aliases expand to is bounded, not only the file size.
     (
         "alias_bomb.yaml",
-        &["a (line 2)", "unknown field `a`", "use one of nodes"],
+        &[
+            "YAML aliases expand",
+            "the limit is 1000000",
+            "write the values out",
+        ],
     ),
     (
         "alias_bomb_in_field.yaml",
         &[
             "pending[0].gpu_type",
-            "repetition limit exceeded",
-            "without deep aliases",
+            "YAML aliases expand",
+            "write the values out",
+        ],
+    ),
+    // Null where a name is required, in YAML and JSON.
+    (
+        "null_name.yaml",
+        &["nodes[0].name", "is null", "expected a name"],
+    ),
+    (
+        "null_id.yaml",
+        &["pending[0].id", "is null", "expected a name"],
+    ),
+    (
+        "null_id.json",
+        &["pending[0].id", "is null", "expected a name"],
+    ),
+    // Tags are refused, not silently dropped.
+    (
+        "tag_binary.yaml",
+        &["nodes[0].name", "tag !!binary", "remove the tag"],
+    ),
+    (
+        "tag_str.yaml",
+        &["nodes[0].gpus", "tag !!str", "remove the tag"],
+    ),
+    // Shapes no cluster can give, with the arithmetic.
+    (
+        "shape_max_nodes.yaml",
+        &[
+            "pending[0].gpus_per_node",
+            "4 / 2 = 2 nodes",
+            "max_nodes allows 1; set gpus_per_node to 4",
+        ],
+    ),
+    (
+        "shape_within_node.yaml",
+        &[
+            "pending[0].gpus_per_node",
+            "4 / 2 = 2 nodes",
+            "within: node allows 1; set gpus_per_node to 4",
+        ],
+    ),
+    // The objective's scale.
+    (
+        "priority_scale.yaml",
+        &[
+            "pending[0].priority",
+            "1000000000000",
+            "keep |priority x weights.priority| <= 1e6",
+        ],
+    ),
+    (
+        "weights_scale.yaml",
+        &[
+            "pending[0].priority",
+            "worth 1.000049e12",
+            "lower the weights",
+        ],
+    ),
+    (
+        "checkpoint_scale.yaml",
+        &[
+            "running[0].checkpoint_cost",
+            "1000000000000000",
+            "lower weights.checkpoint",
         ],
     ),
 ];
@@ -673,7 +741,7 @@ fn an_oversized_node_does_not_shift_the_nodes_after_it() {
         &[
             "nodes[0].gpus",
             "expected at most 1024 GPUs per node",
-            "running[1].gpus.c[0]: GPU index 5 does not exist; node c has GPUs 0..3",
+            "running[1].gpus.c[0]: job \"r2\": GPU index 5 does not exist; node c has GPUs 0..3",
         ],
     );
     assert!(!err.contains("running[0]"), "b has GPU 7: {err}");
@@ -962,4 +1030,105 @@ fn plan_out_must_be_a_folder() {
         "nothing is done before the flags are checked"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept\n");
+}
+
+/// Run the binary, killing it (and failing) if it has not exited after `limit`.
+fn run_with_watchdog(args: &[&str], limit: Duration) -> (Output, Duration) {
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let wall = started.elapsed();
+    (child.wait_with_output().unwrap(), wall)
+}
+
+/// 20,000 nodes sharing one 1,023-item `down` list through an alias: under 1 MB on disk, 20
+/// million values once expanded. Refused at the alias that passes the bound, before expanding.
+#[test]
+fn aliases_that_expand_past_the_bound_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("aliases.yaml");
+    let list: Vec<String> = (0..1023).map(|i| i.to_string()).collect();
+    let mut text = format!(
+        "nodes:\n  - name: n0\n    gpus: 1024\n    down: &d [{}]\n",
+        list.join(", ")
+    );
+    for i in 1..20_000 {
+        text.push_str(&format!("  - name: n{i}\n    gpus: 1024\n    down: *d\n"));
+    }
+    std::fs::write(&path, &text).unwrap();
+    assert!(text.len() < 1_000_000);
+    assert_solve_refuses(
+        "alias expansion",
+        &path,
+        &["].down", "YAML aliases expand", "the limit is 1000000"],
+    );
+}
+
+/// A UTF-8 byte-order mark before YAML or JSON is skipped, and CRLF line ends read alike.
+#[test]
+fn a_byte_order_mark_and_crlf_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "nodes: [{name: a, gpus: 8}]\npending: [{id: j, gpus: 2}]\n";
+    let json = r#"{"nodes": [{"name": "a", "gpus": 8}], "pending": [{"id": "j", "gpus": 2}]}"#;
+    for (name, body) in [
+        ("bom.yaml", format!("\u{feff}{yaml}")),
+        ("bom.json", format!("\u{feff}{json}")),
+        (
+            "crlf.yaml",
+            format!("\u{feff}{}", yaml.replace('\n', "\r\n")),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        let out = run(&["solve", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(plan["placements"][0]["job"], "j", "{name}");
+    }
+}
+
+/// A FIFO with no writer as the instance: `--time-limit 2` ends the command at the limit with
+/// exit code 8 (time limit) and a message saying why, instead of blocking forever.
+#[cfg(unix)]
+#[test]
+fn a_fifo_without_a_writer_ends_at_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("instance.yaml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let plan = dir.path().join("plan.json");
+    let (out, wall) = run_with_watchdog(
+        &[
+            "solve",
+            fifo.to_str().unwrap(),
+            "--time-limit",
+            "2",
+            "--out",
+            plan.to_str().unwrap(),
+        ],
+        Duration::from_secs(20),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(err.contains("not read within the time limit (2 s"), "{err}");
+    assert!(err.contains("FIFO with no writer"), "{err}");
+    assert!(wall < Duration::from_secs(6), "ended after {wall:?}");
+    assert!(!plan.exists());
 }

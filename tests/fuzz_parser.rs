@@ -189,6 +189,11 @@ const TOKENS: &[&str] = &[
     "1_000",
     "\t",
     "\u{feff}",
+    "\r\n",
+    "!!str ",
+    "!custom ",
+    "~",
+    "null",
     "é",
     "<<: *a",
     "n1",
@@ -293,6 +298,88 @@ fn mutated_instances_are_refused_or_planned() {
         })
         .unwrap();
     let (refused, planned) = tally.report("mutated instances");
+    assert!(refused > 0 && planned > 0, "both outcomes are reached");
+}
+
+/// A valid YAML seed changed the way editors and hand-written files change documents: a
+/// byte-order mark, CRLF line ends, an explicit tag on one value, an anchor on one line's value
+/// and aliases of it elsewhere.
+fn reshaped(text: &str, kind: u8, at: f64, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let pick = |f: f64| ((f * lines.len() as f64) as usize).min(lines.len().saturating_sub(1));
+    match kind % 4 {
+        0 => format!("\u{feff}{text}"),
+        1 => text.replace('\n', "\r\n"),
+        2 => {
+            // The first `key: value` line from `at` on that is no comment and quotes nothing
+            // before its value.
+            let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            let plain = |l: &str| {
+                let head = l.split(": ").next().unwrap_or("");
+                !l.trim_start().starts_with('#')
+                    && l.contains(": ")
+                    && !head.contains(['#', '"', '\''])
+            };
+            if let Some(i) = (pick(at)..out.len()).find(|&i| plain(&out[i])) {
+                out[i] = out[i].replacen(": ", ": !!str ", 1);
+            }
+            out.join("\n")
+        }
+        _ => {
+            let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            let i = pick(at);
+            out[i] = out[i].replacen(": ", ": &x ", 1);
+            for k in 1..=count {
+                let j = (i + k * 3) % out.len().max(1);
+                if j > i {
+                    if let Some((key, _)) = out[j].clone().split_once(": ") {
+                        out[j] = format!("{key}: *x");
+                    }
+                }
+            }
+            out.join("\n")
+        }
+    }
+}
+
+#[test]
+fn boms_crlf_tags_and_aliases_are_read_alike_refused_or_planned() {
+    let lib = ModelLibrary::builtin();
+    let tally = Tally::default();
+    let seeds: Vec<String> = seeds()
+        .into_iter()
+        .filter(|s| !s.trim_start().starts_with('{'))
+        .collect();
+    runner(cases(1500))
+        .run(
+            &(0..seeds.len(), any::<u8>(), 0.0f64..1.0, 1usize..6),
+            |(s, kind, at, count)| {
+                let text = reshaped(&seeds[s], kind, at, count);
+                if kind % 4 < 2 {
+                    // A BOM or CRLF changes nothing: the same plan as the seed's.
+                    let a = parse_instance(&seeds[s], "seed", &lib).expect("a valid seed");
+                    let b = parse_instance(&text, "reshaped", &lib);
+                    prop_assert!(b.is_ok(), "BOM/CRLF refused: {:?}", b.err());
+                    let decided = |i| {
+                        let p = plan_round(i, PlannerKind::Greedy, None).unwrap();
+                        serde_json::to_string(&(p.placements, p.preemptions, p.pending)).unwrap()
+                    };
+                    prop_assert_eq!(decided(a), decided(b.unwrap()));
+                }
+                if kind % 4 == 2 && text != seeds[s] {
+                    let e = parse_instance(&text, "tagged", &lib);
+                    prop_assert!(
+                        matches!(&e, Err(Error::Input { issues, .. })
+                            if issues.iter().any(|i| i.message.contains("YAML tag"))),
+                        "a tag must be refused as a tag: {:?}",
+                        e.err()
+                    );
+                }
+                check(&text, PlannerKind::Greedy, &lib, &tally)
+            },
+        )
+        .unwrap();
+    let (refused, planned) = tally.report("reshaped instances");
     assert!(refused > 0 && planned > 0, "both outcomes are reached");
 }
 

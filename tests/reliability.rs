@@ -516,28 +516,28 @@ fn values_beyond_the_limits_are_refused() {
     let cases = [
         (
             json_nodes(1, limits::MAX_GPUS_PER_NODE + 1),
-            "nodes[0].gpus: is 1025; expected at most 1024",
+            "nodes[0].gpus: node \"n0\": is 1025; expected at most 1024",
         ),
         (
             format!(
                 "nodes: [{{name: a, gpus: 8}}]\npending: [{{id: j, gpus: {}}}]",
                 limits::MAX_JOB_GPUS + 1
             ),
-            "pending[0].gpus: is 1000001; expected at most 1000000",
+            "pending[0].gpus: job \"j\": is 1000001; expected at most 1000000",
         ),
         (
             format!(
                 "nodes: [{{name: a, gpus: 8}}]\npending: [{{id: j, gpus: 1, priority: {}}}]",
                 limits::MAX_PRIORITY + 1
             ),
-            "pending[0].priority: is 1000000000001",
+            "pending[0].priority: job \"j\": is 1000000000001",
         ),
         (
             format!(
                 "nodes: [{{name: a, gpus: 8, memory_mib: {}}}]",
                 limits::MAX_RESOURCE + 1
             ),
-            "nodes[0].memory_mib: is 1000000000001",
+            "nodes[0].memory_mib: node \"a\": is 1000000000001",
         ),
         (
             format!(

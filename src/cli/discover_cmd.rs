@@ -110,7 +110,7 @@ fn host_memory_mib() -> Option<u64> {
 fn encode<T: serde::Serialize>(v: &T, format: Format) -> anyhow::Result<String> {
     Ok(match format {
         Format::Json => serde_json::to_string_pretty(v)? + "\n",
-        Format::Yaml => serde_yaml::to_string(v)?,
+        Format::Yaml => gangplan::yaml_text::to_yaml(v)?,
     })
 }
 
@@ -252,7 +252,7 @@ fn merge_into(
             .map(|s| s + "\n")
             .map_err(anyhow::Error::from)
     } else {
-        serde_yaml::to_string(&raw).map_err(anyhow::Error::from)
+        gangplan::yaml_text::to_yaml(&raw).map_err(anyhow::Error::from)
     }
     .map_err(|e| Failure::new(exit::INTERNAL, e))?;
     write_atomic(path, text.as_bytes()).map_err(|e| Failure::new(exit::IO, e.into()))?;

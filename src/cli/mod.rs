@@ -13,6 +13,7 @@ mod plan_cmd;
 mod simulate_cmd;
 mod slurm_cmd;
 mod solve_cmd;
+mod timed_read;
 mod validate_cmd;
 mod whatif_cmd;
 
@@ -34,6 +35,9 @@ pub mod exit {
     pub const IO: i32 = 6;
     /// `discover`: NVML is missing (no NVIDIA driver), cannot start, or sees no GPU.
     pub const NO_NVML: i32 = 7;
+    /// `solve`, `plan`: the instance could not be read within the time limit, or what was
+    /// left of the limit after reading it is too little to plan and write (nothing written).
+    pub const TIME_LIMIT: i32 = 8;
 }
 
 const AFTER_HELP: &str = "\

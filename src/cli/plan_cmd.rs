@@ -9,7 +9,6 @@ use gangplan::cron::round::{plan_with_memory, Planned};
 use gangplan::cron::{k8s, CronError, Memory, RoundLock, StateDir};
 use gangplan::fsutil::write_atomic;
 use gangplan::hardware::ModelLibrary;
-use gangplan::instance::load_instance_file;
 use gangplan::plan::Plan;
 use gangplan::solve::PlannerKind;
 use std::io::IsTerminal;
@@ -182,17 +181,38 @@ pub fn save_round(
     memory.save(&state.memory()).map_err(cron_failure)
 }
 
-/// Write bindings.yaml into `dir` when asked.
+/// Write bindings.yaml into `dir` when asked (all or nothing, see [`round_outputs`]).
 pub fn emit_outputs(flags: &CronFlags, plan: &Plan, dir: &Path) -> Result<(), Failure> {
+    write_outputs(round_outputs(flags, plan, dir, false)?)
+}
+
+/// The files a round writes into `dir`: `plan.json` when `with_plan`, and `bindings.yaml` with
+/// `--emit k8s`. Every one is encoded before any is written, so a refused binding (a node name
+/// that is no Kubernetes name) leaves nothing behind.
+pub fn round_outputs(
+    flags: &CronFlags,
+    plan: &Plan,
+    dir: &Path,
+    with_plan: bool,
+) -> Result<Vec<(PathBuf, Vec<u8>)>, Failure> {
+    let mut files = Vec::new();
+    if with_plan {
+        files.push((dir.join("plan.json"), plan_json(plan)?.into_bytes()));
+    }
     if flags.emit == Some(Emit::K8s) {
         let b = k8s::bindings(plan, &flags.namespace)
             .map_err(|e| Failure::new(exit::BAD_INPUT, anyhow::anyhow!(e)))?;
         let text =
             k8s::to_yaml(&b).map_err(|e| Failure::new(exit::INTERNAL, anyhow::anyhow!(e)))?;
-        write(&dir.join("bindings.yaml"), &text)?;
-        tracing::info!(objects = b.len(), path = %dir.join("bindings.yaml").display(), "wrote Kubernetes bindings");
+        tracing::info!(objects = b.len(), path = %dir.join("bindings.yaml").display(), "Kubernetes bindings");
+        files.push((dir.join("bindings.yaml"), text.into_bytes()));
     }
-    Ok(())
+    Ok(files)
+}
+
+/// Write a round's files, all or none.
+pub fn write_outputs(files: Vec<(PathBuf, Vec<u8>)>) -> Result<(), Failure> {
+    gangplan::fsutil::write_all_or_none(&files).map_err(|e| Failure::new(exit::IO, e.into()))
 }
 
 /// Log the plan's outcome.
@@ -219,8 +239,12 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     std::fs::create_dir_all(&a.out)
         .map_err(|e| Failure::new(exit::IO, anyhow::anyhow!("{}: {e}", a.out.display())))?;
     let (state, _lock, mut memory) = open_state(&a.state_dir)?;
-    let mut inst =
-        load_instance_file(&a.instance, &ModelLibrary::builtin()).map_err(Failure::from_lib)?;
+    let mut inst = super::timed_read::load_in_time(
+        &a.instance,
+        &ModelLibrary::builtin(),
+        started,
+        a.cron.time_limit,
+    )?;
     if let Some(t) = a.cron.time_limit {
         inst.policy.time_limit = t;
     }
@@ -228,11 +252,10 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     let table_of = std::io::stdout().is_terminal().then(|| inst.clone());
     let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
     log_planned(&planned);
-    write(&a.out.join("plan.json"), &plan_json(&planned.plan)?)?;
+    write_outputs(round_outputs(&a.cron, &planned.plan, &a.out, true)?)?;
     if let Some(inst) = &table_of {
         print!("{}", gangplan::plan::output::to_table(inst, &planned.plan));
     }
-    emit_outputs(&a.cron, &planned.plan, &a.out)?;
     memory.round += 1;
     memory.placements = Memory::placements_of(&planned.plan);
     let mut metrics = RoundMetrics::from_plan(&planned.plan);

@@ -3,7 +3,6 @@
 use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
-use gangplan::instance::load_instance_file;
 use gangplan::instance::Instance;
 use gangplan::plan::{output, Plan};
 use gangplan::round::{plan_round_with, RoundSettings};
@@ -92,6 +91,26 @@ pub fn far_from_bound(plan: &Plan, mip_gap: f64) -> Option<String> {
     })
 }
 
+/// `--write-model`'s folder must exist before the solve: HiGHS writing into a missing one
+/// would only drop the model after the round's time was spent.
+fn check_model_folder(path: &std::path::Path) -> Result<(), Failure> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        exit::IO,
+        anyhow::anyhow!(
+            "--write-model {}: the folder {} does not exist; create it or name a file in an existing folder",
+            path.display(),
+            dir.display()
+        ),
+    ))
+}
+
 /// Run `solve`.
 pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     let started = Instant::now();
@@ -116,12 +135,18 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
                 w.display()
             )));
         }
+        check_model_folder(w)?;
     }
     let models = match &a.models {
         Some(dir) => ModelLibrary::with_dir(dir).map_err(Failure::from_lib)?,
         None => ModelLibrary::builtin(),
     };
-    let mut inst = load_instance_file(&a.instance, &models).map_err(Failure::from_lib)?;
+    let mut inst = super::timed_read::load_in_time(&a.instance, &models, started, a.time_limit)?;
+    tracing::debug!(
+        phase = "read",
+        seconds = started.elapsed().as_secs_f64(),
+        "round phase done"
+    );
     if let Some(t) = a.time_limit {
         inst.policy.time_limit = t;
     }
@@ -163,6 +188,11 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
             .map_err(|e| Failure::new(exit::IO, e.into()))?,
         None => print!("{text}"),
     }
+    tracing::debug!(
+        phase = "write",
+        seconds = started.elapsed().as_secs_f64(),
+        "command done"
+    );
     Ok(exit::OK)
 }
 

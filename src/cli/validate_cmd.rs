@@ -40,8 +40,13 @@ pub fn run(a: ValidateArgs) -> Result<i32, Failure> {
         );
         Ok(exit::OK)
     } else {
-        for line in &v {
+        // Listed like instance errors: the first hundred, then a count.
+        let listed = v.len().min(gangplan::instance::validate::MAX_ISSUES);
+        for line in &v[..listed] {
             println!("violation: {line}");
+        }
+        if v.len() > listed {
+            println!("violation: ... and {} more", v.len() - listed);
         }
         eprintln!("gangplan: the plan breaks {} rule(s)", v.len());
         Ok(exit::PLAN_INVALID)

@@ -42,7 +42,8 @@ impl Planner for Greedy {
 
 /// The best, by the objective, of a small portfolio of passes: value per GPU with preemption
 /// margins 0 and 0.5 and without preemption, then total value and size orders without
-/// preemption (ties go to the earlier pass). The first pass always runs; the others then run
+/// preemption (ties go to the earlier pass). The first pass always runs (and considers no job
+/// after `deadline`: the jobs it did not reach wait); the others then run
 /// in parallel, as many as the time the first one took says fit before `deadline` (all of them
 /// without one, when the result is a function of the input alone).
 ///
@@ -68,7 +69,7 @@ pub fn portfolio(
     .filter(|(order, _)| inst.task_dist.is_none() || *order == Order::ValuePerGpu)
     .collect();
     let run = |&(order, margin): &(Order, Option<f64>)| {
-        let a = greedy_pass(inst, topo, order, margin);
+        let a = greedy_pass(inst, topo, order, margin, deadline);
         (evaluate(inst, topo, &a).total(), a)
     };
     let started = std::time::Instant::now();
@@ -106,20 +107,27 @@ pub enum Order {
 }
 
 /// One greedy pass. `preempt_margin`: `None` never preempts; `Some(m)` preempts when the job's
-/// value exceeds the victims' cost by the factor `1 + m`.
+/// value exceeds the victims' cost by the factor `1 + m`. With `until`, the pass considers no
+/// job after that instant (the jobs not reached wait): a round too large for its time limit
+/// still gets a valid plan in time.
 pub fn greedy_pass(
     inst: &Instance,
     topo: &Topology,
     order: Order,
     preempt_margin: Option<f64>,
+    until: Option<std::time::Instant>,
 ) -> Assignment {
     let before = ClusterState::new(inst);
     let mut state = RoundState::new(inst, &before);
     let sequence = greedy_order(inst, order);
     let victims = victims_by_cost(inst);
     let mut memo = FailureMemo::default();
+    let out_of_time = || until.is_some_and(|t| std::time::Instant::now() >= t);
     if order != Order::ValuePerGpu || inst.policy.weights.fairness == 0.0 {
         for j in sequence {
+            if out_of_time() {
+                break;
+            }
             memo.place(&mut state, topo, j, preempt_margin, &victims);
         }
         return state.assignment;
@@ -153,6 +161,9 @@ pub fn greedy_pass(
             }
         }
         let Some((_, _, t)) = best else { break };
+        if out_of_time() {
+            break;
+        }
         let (_, j) = queues[t].pop_front().expect("a non-empty queue");
         memo.place(&mut state, topo, j, preempt_margin, &victims);
     }

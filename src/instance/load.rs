@@ -97,7 +97,10 @@ pub fn read_document(path: &Path) -> Result<String> {
 ///
 /// A document that starts with `{` is tried as JSON first (fast); if it is not JSON (YAML flow
 /// style such as `{nodes: [...]}`), it is read as YAML.
+///
+/// A UTF-8 byte-order mark before the document is skipped (editors on Windows write one).
 pub fn parse_document<T: DeserializeOwned>(text: &str, source_name: &str) -> Result<T> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(Error::input(
             source_name,
@@ -149,6 +152,7 @@ pub fn parse_document<T: DeserializeOwned>(text: &str, source_name: &str) -> Res
             }],
         });
     }
+    super::yaml_scan::check(text, source_name)?;
     let de = serde_yaml::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
@@ -305,6 +309,7 @@ fn explain(path: &str, raw: &str) -> String {
         );
     }
     let semantic = [
+        "is null",
         "invalid type",
         "invalid value",
         "invalid length",

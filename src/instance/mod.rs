@@ -10,6 +10,7 @@ pub mod raw;
 pub mod task_dist;
 pub mod text;
 pub mod validate;
+pub mod yaml_scan;
 
 pub use load::{load_instance_file, parse_instance};
 pub use policy::{Policy, Weights};

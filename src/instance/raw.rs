@@ -34,6 +34,7 @@ pub struct RawInstance {
 #[serde(deny_unknown_fields)]
 pub struct RawNode {
     /// Unique node name.
+    #[serde(deserialize_with = "required_text")]
     pub name: String,
     /// GPU count (may come from `model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +71,7 @@ pub struct RawNode {
 #[serde(deny_unknown_fields)]
 pub struct RawTenant {
     /// Tenant name.
+    #[serde(deserialize_with = "required_text")]
     pub name: String,
     /// Fair-share weight (> 0).
     #[serde(default = "one")]
@@ -88,6 +90,7 @@ fn one() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct RawRunning {
     /// Unique job id.
+    #[serde(deserialize_with = "required_text")]
     pub id: String,
     /// Tenant name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +143,7 @@ impl GpuTypes {
 #[serde(deny_unknown_fields)]
 pub struct RawPending {
     /// Unique job id.
+    #[serde(deserialize_with = "required_text")]
     pub id: String,
     /// Tenant name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,6 +232,16 @@ pub struct RawTaskType {
     pub gpu_type: Option<GpuTypes>,
     /// Relative frequency (> 0).
     pub share: f64,
+}
+
+/// A required name or id. YAML's `~` and `null` (and JSON's null) are refused: a YAML reader
+/// asked for a string would otherwise read `name: ~` as the name "~".
+fn required_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Option::<String>::deserialize(d)?.ok_or_else(|| {
+        D::Error::custom(
+            "is null; expected a name (write it in quotes, \"~\", if that is the name)",
+        )
+    })
 }
 
 /// A mapping whose keys must be unique: YAML and JSON parsers keep the last of two equal keys,

@@ -7,6 +7,6 @@ pub mod render;
 pub mod types;
 pub mod validate;
 
-pub use render::render_plan;
+pub use render::{render_plan, render_plan_until};
 pub use types::{Metrics, PendingEntry, Placement, Plan, Preemption, SolverInfo, Status};
 pub use validate::validate_plan;

@@ -51,14 +51,12 @@ pub fn to_json(plan: &Plan) -> String {
     out
 }
 
-/// The plan as YAML (solver report rounded).
+/// The plan as YAML (solver report rounded), quoted so that YAML 1.1 and 1.2 readers read
+/// the same strings ([`crate::yaml_text`]).
 pub fn to_yaml(plan: &Plan) -> String {
-    let mut value = serde_yaml::to_value(plan).expect("a plan serialises");
-    if let Some(map) = value.as_mapping_mut() {
-        let solver = serde_yaml::to_value(rounded_solver(&plan.solver)).expect("serialises");
-        map.insert("solver".into(), solver);
-    }
-    serde_yaml::to_string(&value).expect("a plan serialises")
+    let mut value = serde_json::to_value(plan).expect("a plan serialises");
+    value["solver"] = serde_json::to_value(rounded_solver(&plan.solver)).expect("serialises");
+    crate::yaml_text::to_yaml(&value).expect("a plan serialises")
 }
 
 fn is_scalar(v: &Value) -> bool {

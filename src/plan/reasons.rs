@@ -50,6 +50,8 @@ pub enum Binding {
     Sharing,
     /// The job fits, but the round's objective preferred not to start it.
     Objective,
+    /// Not worked out: the round's time limit ran out before this job's reason was.
+    Unexplained,
 }
 
 impl Binding {
@@ -67,6 +69,7 @@ impl Binding {
             Binding::Resources => "resources",
             Binding::Sharing => "sharing",
             Binding::Objective => "objective",
+            Binding::Unexplained => "unexplained",
         }
     }
 }
@@ -83,12 +86,28 @@ pub struct Reason {
 }
 
 impl Reason {
-    /// `unschedulable` or `unresolvable`.
+    /// `unschedulable`, `unresolvable`, or `unexplained` when the time limit left no time to
+    /// work the reason out.
     pub fn kind(&self) -> &'static str {
-        if self.resolvable {
+        if self.binding == Binding::Unexplained {
+            "unexplained"
+        } else if self.resolvable {
             "unschedulable"
         } else {
             "unresolvable"
+        }
+    }
+}
+
+impl Reason {
+    /// The reason of a job whose reason the round had no time left to work out.
+    pub fn unexplained() -> Self {
+        Reason {
+            text: "waits; the round's time limit ran out before its reason was worked out \
+                   (`gangplan explain` on the same instance says why it waits)"
+                .to_string(),
+            resolvable: true,
+            binding: Binding::Unexplained,
         }
     }
 }
@@ -626,16 +645,7 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
     if let Some(text) = resources_never_fit(inst, job) {
         return fixed(text, Binding::Resources);
     }
-    let quota_text = tenant.quota.and_then(|q| {
-        (after.held[job.tenant] + need > q as f64 + 1e-9).then(|| {
-            format!(
-                "tenant {} holds {} GPUs of its quota {q} after this round; this job needs {} more",
-                tenant.name,
-                fmt_gpus(after.held[job.tenant]),
-                fmt_gpus(need)
-            )
-        })
-    });
+    let quota_text = quota_after(inst, after, job);
     let free = after.free.clone();
     let Err(miss) = fit(inst, job, &doms, &free) else {
         if let Some(text) = quota_text {
@@ -833,6 +843,22 @@ fn cpu_only_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Rea
     }
 }
 
+/// The tenant's quota, when the GPUs it holds after the round leave no room for the job.
+fn quota_after(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Option<String> {
+    let tenant = &inst.tenants[job.tenant];
+    let need = job.gpu_equivalent();
+    tenant.quota.and_then(|q| {
+        (after.held[job.tenant] + need > q as f64 + 1e-9).then(|| {
+            format!(
+                "tenant {} holds {} GPUs of its quota {q} after this round; this job needs {} more",
+                tenant.name,
+                fmt_gpus(after.held[job.tenant]),
+                fmt_gpus(need)
+            )
+        })
+    })
+}
+
 fn sharer_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reason {
     let mj = job.gpu_milli.unwrap_or(0);
     let eligible: Vec<usize> = (0..inst.nodes.len())
@@ -862,6 +888,13 @@ fn sharer_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reaso
         .max()
         .unwrap_or(0);
     if free > 0 || room >= mj {
+        if let Some(text) = quota_after(inst, after, job) {
+            return Reason {
+                text,
+                resolvable: true,
+                binding: Binding::Quota,
+            };
+        }
         return Reason {
             text: format!(
                 "a {}GPU has room for its {mj} milli, but starting it would lower the round's objective",

@@ -2,15 +2,29 @@
 //! preemption, metrics.
 
 use super::output::{gpus_phrase, job_name};
-use super::reasons::{reason, AfterRound};
+use super::reasons::{reason, AfterRound, Binding, Reason};
 use super::types::*;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
 use crate::state::ClusterState;
 use rayon::prelude::*;
+use std::time::Instant;
 
 /// Render an assignment. `solver` is filled by the caller.
 pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: SolverInfo) -> Plan {
+    render_plan_until(inst, a, status, solver, None)
+}
+
+/// Render an assignment, working out the reasons of waiting jobs until `reasons_until` (all of
+/// them when `None`). Jobs whose reason was not reached get [`Reason::unexplained`], and the
+/// solver note says how many (pending order decides which come first).
+pub fn render_plan_until(
+    inst: &Instance,
+    a: &Assignment,
+    status: Status,
+    mut solver: SolverInfo,
+    reasons_until: Option<Instant>,
+) -> Plan {
     let before = ClusterState::new(inst);
     let placements: Vec<Placement> = a
         .placed
@@ -87,11 +101,35 @@ pub fn render_plan(inst: &Instance, a: &Assignment, status: Status, solver: Solv
     for &j in &waiting {
         first_of_shape.entry(shape(j)).or_insert(j);
     }
-    let representatives: Vec<(_, usize)> = first_of_shape.into_iter().collect();
-    let seen: std::collections::BTreeMap<_, super::reasons::Reason> = representatives
+    let mut representatives: Vec<(_, usize)> = first_of_shape.into_iter().collect();
+    representatives.sort_by_key(|&(_, j)| j);
+    let in_time = || reasons_until.is_none_or(|t| Instant::now() < t);
+    let seen: std::collections::BTreeMap<_, Reason> = representatives
         .into_par_iter()
-        .map(|(key, j)| (key, reason(inst, &after, j)))
+        .map(|(key, j)| {
+            let r = if in_time() {
+                reason(inst, &after, j)
+            } else {
+                Reason::unexplained()
+            };
+            (key, r)
+        })
         .collect();
+    let unexplained = waiting
+        .iter()
+        .filter(|&&j| seen[&shape(j)].binding == Binding::Unexplained)
+        .count();
+    if unexplained > 0 {
+        let said = format!(
+            "the time limit left no time to work out why {unexplained} of {} waiting jobs wait \
+             (their reason says `unexplained`)",
+            waiting.len()
+        );
+        solver.note = Some(match solver.note.take() {
+            Some(n) => format!("{n}; {said}"),
+            None => said,
+        });
+    }
     let pending: Vec<PendingEntry> = waiting
         .into_iter()
         .map(|j| {

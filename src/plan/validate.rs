@@ -33,6 +33,11 @@ pub fn check_assignment(inst: &Instance, a: &crate::assignment::Assignment) -> R
     )
 }
 
+/// A placement's or job's `gpu_milli` in words.
+fn milli_text(m: Option<u32>) -> String {
+    m.map_or("none (whole GPUs)".to_string(), |m| m.to_string())
+}
+
 /// Every violation, in words.
 pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
@@ -169,6 +174,13 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
         if count != want {
             out.push(format!(
                 "rule 1: job {id:?} gets {count} GPUs but asks for {want} (gang: all or nothing)"
+            ));
+        }
+        if p.gpu_milli != job.gpu_milli {
+            out.push(format!(
+                "rule 1: job {id:?} is placed with gpu_milli {} but asks for {}",
+                milli_text(p.gpu_milli),
+                milli_text(job.gpu_milli)
             ));
         }
         if job.gpus == 0 && p.gpus.len() != 1 {

@@ -70,6 +70,10 @@ impl SolveOutcome {
     }
 }
 
+/// How far (relative) a solver's bound may sit below its plan's objective and still count as
+/// that objective: floating-point noise of sums over many terms, not a failed proof.
+const BOUND_NOISE: f64 = 1e-9;
+
 /// A solver's plan, at least as good as the greedy one.
 #[derive(Debug, Clone)]
 pub struct SolverPlan {
@@ -90,7 +94,28 @@ pub struct SolverPlan {
 impl SolverPlan {
     /// The outcome: `optimal` when the solver finished and the recomputed gap is within
     /// `mip_gap`, else `feasible`.
-    pub fn into_outcome(self, greedy_objective: f64, mip_gap: f64) -> SolveOutcome {
+    ///
+    /// A bound below the objective by floating-point noise is raised to it; one below by more
+    /// is no proof at all (the solver's numerics failed): it is dropped, the plan is
+    /// `feasible`, and the note says so.
+    pub fn into_outcome(mut self, greedy_objective: f64, mip_gap: f64) -> SolveOutcome {
+        if let Some(b) = self.bound {
+            let slack = BOUND_NOISE * self.objective.abs().max(1.0);
+            if b < self.objective - slack {
+                let said = format!(
+                    "the solver's bound {b} is below its plan's objective {}: no bound is claimed",
+                    self.objective
+                );
+                self.note = Some(match self.note.take() {
+                    Some(n) => format!("{n}; {said}"),
+                    None => said,
+                });
+                self.bound = None;
+                self.solved = false;
+            } else {
+                self.bound = Some(b.max(self.objective));
+            }
+        }
         let gap = self.bound.map(|b| relative_gap(b, self.objective));
         let proven = self.solved && gap.is_none_or(|g| g <= mip_gap + TOLERANCE);
         SolveOutcome {
@@ -270,6 +295,32 @@ mod tests {
         bound: Some(12.0),
         time_limit_hit: true,
     };
+
+    fn solved(objective: f64, bound: f64) -> SolveOutcome {
+        SolverPlan {
+            assignment: Assignment::default(),
+            objective,
+            bound: Some(bound),
+            solved: true,
+            time_limit_hit: false,
+            note: None,
+        }
+        .into_outcome(0.0, 0.01)
+    }
+
+    #[test]
+    fn a_bound_never_sits_below_the_objective() {
+        // Noise: raised to the objective, still optimal.
+        let o = solved(12.54, 12.539999999999997);
+        assert_eq!(o.bound, Some(12.54));
+        assert_eq!(o.status, Status::Optimal);
+        assert_eq!(o.gap(), Some(0.0));
+        // A failed proof: no bound claimed, feasible, said in the note.
+        let o = solved(100.0, 50.0);
+        assert_eq!(o.bound, None);
+        assert_eq!(o.status, Status::Feasible);
+        assert!(o.note.unwrap().contains("no bound is claimed"));
+    }
 
     #[test]
     fn notes_keep_their_texts() {

@@ -75,6 +75,7 @@ fn job(
         None => None,
     };
     let gpus_per_node = gpus_per_node(is, p, r.gpus_per_node, gpus);
+    shape_contradiction(is, p, gpus, within, max_nodes, gpus_per_node);
     let gpu_milli = is.milli(&format!("{p}.gpu_milli"), r.gpu_milli);
     if gpu_milli.is_some() && gpus != 1 {
         is.push(
@@ -151,6 +152,45 @@ fn within(is: &mut Issues, p: &str, within: Option<&str>) -> Option<Locality> {
             );
             None
         }
+    }
+}
+
+/// A shape no cluster can give: `gpus_per_node` fixes how many nodes the gang spans
+/// (`gpus / gpus_per_node`), and `max_nodes` or `within: node` may allow fewer.
+fn shape_contradiction(
+    is: &mut Issues,
+    p: &str,
+    gpus: u32,
+    within: Option<Locality>,
+    max_nodes: Option<u32>,
+    gpus_per_node: Option<u32>,
+) {
+    let Some(per) = gpus_per_node.filter(|&g| g > 0 && gpus > 0) else {
+        return;
+    };
+    let spans = gpus / per;
+    let (cap, field) = match (within, max_nodes) {
+        (Some(Locality::Node), _) => (1, "within: node"),
+        (_, Some(m)) => (m, "max_nodes"),
+        _ => return,
+    };
+    if spans > cap {
+        // The smallest per-node count that divides the gang and fits the cap.
+        let fits = (gpus.div_ceil(cap)..=gpus)
+            .find(|d| gpus.is_multiple_of(*d))
+            .unwrap_or(gpus);
+        is.push(
+            format!("{p}.gpus_per_node"),
+            format!(
+                "is {per} with gpus {gpus}, so the gang spans {gpus} / {per} = {spans} nodes, but \
+                 {field} allows {cap}; set gpus_per_node to {fits}{}, or allow {spans} nodes",
+                if fits < gpus {
+                    format!(" (or a larger divisor of {gpus})")
+                } else {
+                    String::new()
+                }
+            ),
+        );
     }
 }
 
