@@ -15,6 +15,7 @@ use super::convert::SlurmRound;
 use super::SlurmError;
 use crate::cron::journal::{self, Entry};
 use crate::cron::memory::Released;
+use crate::cron::CronError;
 use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -182,13 +183,24 @@ pub fn round_actions(
     Ok(actions)
 }
 
+/// Why an apply stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyStop {
+    /// A Slurm command failed or timed out.
+    #[error("a Slurm command failed: {0}")]
+    Slurm(#[from] SlurmError),
+    /// The journal could not be written: no change is made that the journal cannot record.
+    #[error("the journal cannot be written, so no further change is made: {0}")]
+    Journal(#[from] CronError),
+}
+
 /// What applying a round's actions did.
 #[derive(Debug, Default)]
 pub struct Applied {
     /// Actions that failed (0 or 1: the apply stops at the first).
     pub failures: u32,
-    /// The failure that stopped the apply.
-    pub first_error: Option<SlurmError>,
+    /// What stopped the apply.
+    pub first_error: Option<ApplyStop>,
 }
 
 /// Now, Unix seconds.
@@ -199,9 +211,31 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
-/// Run `actions` in order through `cli`, appending each to the journal at `journal_path`
-/// (round `round`) right after it was tried, and stop at the first failure. Started jobs are
-/// recorded in `released` (they are held again when they never start), re-held ones removed.
+/// Append one line about `act` to the journal.
+fn journal(
+    path: &Path,
+    round: u64,
+    act: &Action,
+    outcome: &str,
+    error: Option<String>,
+) -> Result<(), CronError> {
+    journal::append(
+        path,
+        &Entry {
+            time: unix_now(),
+            round,
+            action: act,
+            outcome,
+            error,
+        },
+    )
+}
+
+/// Run `actions` in order through `cli`, journaling each at `journal_path` (round `round`):
+/// a `begun` line before it is tried (an action whose line cannot be written is not tried),
+/// its outcome after. Stops at the first failure. Started jobs are recorded in `released`,
+/// also when the start failed (a release that timed out may have gone through; a job still
+/// held is planned afresh anyway), re-held ones removed.
 pub fn apply_actions(
     actions: &[Action],
     cli: &dyn SlurmCli,
@@ -211,50 +245,61 @@ pub fn apply_actions(
 ) -> Applied {
     let mut applied = Vec::new();
     for act in actions {
-        let result = act.run(cli);
-        let entry = Entry {
-            time: unix_now(),
-            round,
-            action: act,
-            outcome: if result.is_ok() { "ok" } else { "failed" },
-            error: result.as_ref().err().map(|e| e.to_string()),
-        };
-        if let Err(e) = journal::append(journal_path, &entry) {
-            tracing::error!(error = %e, "could not write the journal");
+        if let Err(e) = journal(journal_path, round, act, journal::BEGUN, None) {
+            return stopped(act, &applied, ApplyStop::Journal(e));
         }
+        let result = act.run(cli);
+        remember(act, result.is_ok(), released);
+        let (outcome, error) = match &result {
+            Ok(()) => ("ok", None),
+            Err(e) => ("failed", Some(e.to_string())),
+        };
+        let written = journal(journal_path, round, act, outcome, error);
         if let Err(e) = result {
-            tracing::error!(
-                job = %act.job(),
-                action = %act.describe(),
-                error = %e,
-                applied = ?applied,
-                "apply stopped; what was applied is in the journal, the next round finishes the rest"
-            );
-            return Applied {
-                failures: 1,
-                first_error: Some(e),
-            };
+            if let Err(j) = written {
+                tracing::error!(error = %j, "could not write the journal");
+            }
+            return stopped(act, &applied, ApplyStop::Slurm(e));
         }
         tracing::info!(job = %act.job(), action = %act.describe(), "applied");
-        match act {
-            Action::Start { job, nodes, .. } => {
-                released.insert(
-                    job.clone(),
-                    Released {
-                        nodes: nodes.clone(),
-                        at: unix_now(),
-                    },
-                );
-            }
-            Action::Rehold { job } => {
-                released.remove(job);
-            }
-            Action::Preempt { .. } => {}
-        }
         applied.push(act.describe());
+        if let Err(e) = written {
+            return stopped(act, &applied, ApplyStop::Journal(e));
+        }
     }
+    Applied::default()
+}
+
+/// Record a start in `released`, tried or done; a re-hold that went through removes it.
+fn remember(act: &Action, ok: bool, released: &mut BTreeMap<String, Released>) {
+    match act {
+        Action::Start { job, nodes, .. } => {
+            released.insert(
+                job.clone(),
+                Released {
+                    nodes: nodes.clone(),
+                    at: unix_now(),
+                },
+            );
+        }
+        Action::Rehold { job } if ok => {
+            released.remove(job);
+        }
+        Action::Rehold { .. } | Action::Preempt { .. } => {}
+    }
+}
+
+/// Log why the apply stopped at `act`.
+fn stopped(act: &Action, applied: &[String], why: ApplyStop) -> Applied {
+    tracing::error!(
+        job = %act.job(),
+        action = %act.describe(),
+        error = %why,
+        applied = ?applied,
+        "apply stopped; what was applied is in the journal, the next round finishes the rest"
+    );
     Applied {
-        failures: 0,
-        first_error: None,
+        failures: 1,
+        first_error: Some(why),
     }
 }

@@ -47,6 +47,15 @@ pub enum SlurmError {
         /// What it printed on stderr (trimmed).
         stderr: String,
     },
+    /// A Slurm command ran past its deadline and was killed. Whether a change it carried went
+    /// through is unknown: the next round reads the cluster and finds out.
+    #[error("`{command}` did not answer within {seconds} s and was killed (--slurm-timeout)")]
+    Timeout {
+        /// The command line, for the log.
+        command: String,
+        /// The deadline, seconds.
+        seconds: f64,
+    },
     /// Slurm's output could not be understood.
     #[error("cannot read the output of `{what}`: {message}")]
     Parse {
