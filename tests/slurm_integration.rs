@@ -816,3 +816,62 @@ fn two_rounds_in_the_same_second() {
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert_eq!(skipped[0]["holder"], pid.as_str());
 }
+
+// ---------------------------------------------------------------------------------------------
+// No new habits: plain sbatch to the partition gangplan plans (scripts/job_submit.lua).
+
+/// A job as `squeue --json` shows it.
+fn job_json(id: &str) -> serde_json::Value {
+    let all: serde_json::Value = serde_json::from_str(&sh("squeue", &["--json"])).unwrap();
+    all["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job_id"].as_u64().map(|v| v.to_string()).as_deref() == Some(id))
+        .cloned()
+        .unwrap_or_else(|| panic!("job {id} is not in squeue --json"))
+}
+
+fn admin_comment(id: &str) -> String {
+    job_json(id)["admin_comment"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn plain_sbatch_to_the_managed_partition_is_held_for_the_planner() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("lua");
+    // No --hold: job_submit.lua holds GPU jobs of partition `gangplan`, and only those.
+    let gang = jobs.submit("gang", &["-p", "gangplan", "-N2", "--gres=gpu:8"]);
+    let cpu = jobs.submit("cpu", &["-p", "gangplan", "-N1"]);
+    let other = jobs.submit("other", &["-p", "gpu", "-N1", "--gres=gpu:1"]);
+    assert!(is_held(&gang), "{:?}", state_of(&gang));
+    assert!(
+        admin_comment(&gang).starts_with("gangplan: held at submission"),
+        "{}",
+        admin_comment(&gang)
+    );
+    wait_running(&cpu);
+    wait_running(&other);
+    assert_eq!(admin_comment(&other), "");
+
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("start job {gang} on")), "{out}");
+    let planned: Vec<String> = last_plan(state)
+        .placements
+        .iter()
+        .find(|p| p.job == gang)
+        .map(|p| p.gpus.keys().cloned().collect())
+        .unwrap();
+    assert_eq!(wait_running(&gang), planned);
+    let racks = racks();
+    assert_eq!(racks[&planned[0]], racks[&planned[1]], "{planned:?}");
+}

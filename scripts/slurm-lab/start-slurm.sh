@@ -15,6 +15,8 @@
 # Knobs (env): SLURM_LAB_SMOKE=1 (after a fresh slurmctld start, run a tiny batch job on all nodes)
 #              SLURM_LAB_NODES=4 SLURM_LAB_RACKS=2 SLURM_LAB_GPUS=8 SLURM_LAB_CPUS=32
 #              SLURM_LAB_MEM_MB=64000 SLURM_LAB_PORT_BASE=16800 (ctld=BASE+17, nodeI=BASE+100+I)
+#              SLURM_LAB_JOB_SUBMIT_LUA=FILE (install FILE as job_submit.lua, JobSubmitPlugins=lua)
+#              SLURM_LAB_MANAGED_PARTITION=NAME (a third partition over all nodes, tier 1)
 # Afterwards:  source STATE_DIR/env.sh   (exports SLURM_CONF; clients need nothing else)
 set -euo pipefail
 
@@ -144,7 +146,17 @@ for ((i = 1; i <= NODES; i++)); do
 done
 echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1"
 echo "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10"
+[[ -n ${SLURM_LAB_MANAGED_PARTITION:-} ]] && \
+    echo "PartitionName=$SLURM_LAB_MANAGED_PARTITION Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1"
+[[ -n ${SLURM_LAB_JOB_SUBMIT_LUA:-} ]] && echo "JobSubmitPlugins=lua"
+true
 } >"$NEW/slurm.conf"
+if [[ -n ${SLURM_LAB_JOB_SUBMIT_LUA:-} ]]; then
+    [[ -r $SLURM_LAB_JOB_SUBMIT_LUA ]] || die "cannot read SLURM_LAB_JOB_SUBMIT_LUA=$SLURM_LAB_JOB_SUBMIT_LUA"
+    cp "$SLURM_LAB_JOB_SUBMIT_LUA" "$NEW/job_submit.lua"
+else
+    : >"$NEW/job_submit.lua"
+fi
 
 {
 echo "AutoDetect=off"
@@ -168,12 +180,13 @@ echo "SwitchName=spine Switches=rack[1-$RACKS]"
 
 CTLD_RUNNING=0; alive "$STATE/run/slurmctld.pid" slurmctld "$CONF" && CTLD_RUNNING=1
 changed=0
-for f in slurm.conf gres.conf topology.conf; do
+CONF_FILES="slurm.conf gres.conf topology.conf job_submit.lua"
+for f in $CONF_FILES; do
     cmp -s "$NEW/$f" "$STATE/etc/$f" || changed=1
 done
 if (( changed )); then
     (( CTLD_RUNNING )) && die "config under $STATE/etc differs from requested (NODES/GPUS/...); run stop-slurm.sh $STATE first or use another STATE_DIR"
-    for f in slurm.conf gres.conf topology.conf; do mv "$NEW/$f" "$STATE/etc/$f"; done
+    for f in $CONF_FILES; do mv "$NEW/$f" "$STATE/etc/$f"; done
 fi
 rm -rf "$NEW"
 echo "export SLURM_CONF=$CONF" >"$STATE/env.sh"
