@@ -178,11 +178,11 @@ fn last_plan(state_dir: &Path) -> Plan {
         .unwrap()
 }
 
-/// Changes the journal records as done (`outcome: ok`).
+/// Scheduling changes the journal records as done (`outcome: ok`; notes not counted).
 fn journal_lines(state_dir: &Path) -> usize {
     journal(state_dir)
         .iter()
-        .filter(|e| e["outcome"] == "ok")
+        .filter(|e| e["outcome"] == "ok" && e["action"] != "note")
         .count()
 }
 
@@ -874,4 +874,235 @@ fn plain_sbatch_to_the_managed_partition_is_held_for_the_planner() {
     assert_eq!(wait_running(&gang), planned);
     let racks = racks();
     assert_eq!(racks[&planned[0]], racks[&planned[1]], "{planned:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reasons where users look: a held job's pending reason in its admin comment.
+
+#[test]
+fn held_jobs_reasons_are_written_to_the_admin_comment_and_cleared_on_start() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("reason");
+    // One GPU busy on every node: no node has 8 free GPUs.
+    let fillers: Vec<String> = (1..=4)
+        .map(|n| {
+            let node = format!("node{n}");
+            jobs.submit(
+                &format!("fill{n}"),
+                &["-p", "gpu", "-w", &node, "--gres=gpu:1"],
+            )
+        })
+        .collect();
+    for f in &fillers {
+        wait_running(f);
+    }
+    let w = jobs.submit("wait", &["-p", "gangplan", "-N1", "--gres=gpu:8"]);
+    let ops = jobs.submit("ops", &["--hold", "-N1", "--gres=gpu:8"]);
+    sh(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={ops}"),
+            "AdminComment=ops: keep held for maintenance",
+        ],
+    );
+
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("pending: job {w}:")), "{out}");
+    let note = admin_comment(&w);
+    assert!(
+        note.starts_with("gangplan: waiting: needs 8 GPUs within one node"),
+        "{note}"
+    );
+    assert_eq!(admin_comment(&ops), "ops: keep held for maintenance");
+    assert_eq!(journaled(state, "note", &w, "ok"), 1);
+    // The same reason is not written again.
+    round_ok(state, true);
+    assert_eq!(journaled(state, "note", &w, "ok"), 1);
+    assert_eq!(admin_comment(&w), note);
+
+    // GPUs free up: the job starts and its note is gone.
+    sh("scancel", &[&fillers[0]]);
+    wait_for("the filler to end", || !is_active(&state_of(&fillers[0]).0));
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("start job {w} on")), "{out}");
+    wait_running(&w);
+    assert_eq!(
+        admin_comment(&w),
+        "",
+        "the reason is cleared when the job starts"
+    );
+    assert_eq!(admin_comment(&ops), "ops: keep held for maintenance");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The site's policy from Slurm: fair-share from slurmdbd (sshare), preemption by the
+// controller's own rule; without slurmdbd the conventions of a cluster without accounting.
+
+/// A dry round with `bin` first on PATH; (stdout, plan).
+fn dry_round(state_dir: &Path, bin: Option<&Path>) -> (String, Plan) {
+    let (code, out, err) = round_with_path(state_dir, false, bin);
+    assert_eq!(code, 0, "{out}\n{err}");
+    (out, last_plan(state_dir))
+}
+
+/// Wrappers that make the cluster look as if it kept no accounting.
+fn without_slurmdbd() -> Wrappers {
+    Wrappers::new().wrap(
+        "scontrol",
+        "show config",
+        "echo 'AccountingStorageType   = accounting_storage/none'; echo 'PreemptType = preempt/partition_prio'; exit 0",
+    )
+}
+
+/// The tenant weights the round's policy line names.
+fn weights(out: &str) -> BTreeMap<String, f64> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("policy: fair-share from slurmdbd (sshare): "))
+        .unwrap_or_else(|| panic!("no fair-share policy line:\n{out}"));
+    let list = line["policy: fair-share from slurmdbd (sshare): ".len()..]
+        .split(';')
+        .next()
+        .unwrap();
+    list.split(", ")
+        .map(|kv| {
+            let (k, v) = kv.split_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+fn placed_by_account(plan: &Plan, research: &[String], prod: &[String]) -> (usize, usize) {
+    let count = |ids: &[String]| {
+        plan.placements
+            .iter()
+            .filter(|p| ids.contains(&p.job))
+            .count()
+    };
+    (count(research), count(prod))
+}
+
+#[test]
+fn site_policy_is_read_from_slurmdbd() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    fair_share_from_sshare_decides_who_gets_the_gpus();
+    assert_idle_cluster();
+    the_controllers_preemption_rule_replaces_the_comment();
+    assert_idle_cluster();
+}
+
+fn fair_share_from_sshare_decides_who_gets_the_gpus() {
+    // No usage yet: the weights are the shares (research 3, prod 1).
+    sh(
+        "sacctmgr",
+        &[
+            "-i",
+            "modify",
+            "account",
+            "where",
+            "name=research,prod",
+            "set",
+            "RawUsage=0",
+        ],
+    );
+    wait_for("the usage reset to reach sshare", || {
+        sh(
+            "sshare",
+            &[
+                "-P",
+                "-n",
+                "-A",
+                "research,prod",
+                "-o",
+                "Account,User,RawUsage",
+            ],
+        )
+        .lines()
+        .all(|l| l.ends_with("|0"))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("share");
+    let gang = ["--hold", "-N1", "--gres=gpu:8"];
+    let research: Vec<String> = (0..4)
+        .map(|i| jobs.submit(&format!("r{i}"), &[&gang[..], &["-A", "research"]].concat()))
+        .collect();
+    let prod: Vec<String> = (0..4)
+        .map(|i| jobs.submit(&format!("p{i}"), &[&gang[..], &["-A", "prod"]].concat()))
+        .collect();
+
+    let (out, plan) = dry_round(state, None);
+    let w = weights(&out);
+    assert!(
+        (w["research"] / w["prod"] - 3.0).abs() < 1e-6,
+        "shares 3:1 without usage give weights 3:1: {w:?}"
+    );
+    assert_eq!(placed_by_account(&plan, &research, &prod), (3, 1), "{out}");
+
+    // Without slurmdbd: weight 1 each, the GPUs split evenly, and the round says why.
+    let w = without_slurmdbd();
+    let (out, plan) = dry_round(state, Some(w.bin()));
+    assert!(
+        out.contains("policy: no slurmdbd (AccountingStorageType=accounting_storage/none): every tenant weight 1"),
+        "{out}"
+    );
+    assert_eq!(placed_by_account(&plan, &research, &prod), (2, 2), "{out}");
+
+    // slurmdbd configured but not answering: the same conventions, with the reason.
+    let w = Wrappers::new().wrap(
+        "sshare",
+        "",
+        "echo 'sshare: error: slurmdbd down' >&2; exit 1",
+    );
+    let (out, plan) = dry_round(state, Some(w.bin()));
+    assert!(
+        out.contains("policy: slurmdbd is configured but could not be read"),
+        "{out}"
+    );
+    assert_eq!(placed_by_account(&plan, &research, &prod), (2, 2), "{out}");
+}
+
+fn the_controllers_preemption_rule_replaces_the_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("rule");
+    // Full cluster, no job marked preemptible by its comment.
+    let fillers: Vec<String> = (1..=4)
+        .map(|n| {
+            let node = format!("node{n}");
+            jobs.submit(
+                &format!("fill{n}"),
+                &["-p", "gpu", "-w", &node, "--gres=gpu:8"],
+            )
+        })
+        .collect();
+    for f in &fillers {
+        wait_running(f);
+    }
+    let urgent = jobs.submit("urgent", &["--hold", "-p", "urgent", "-N1", "--gres=gpu:8"]);
+    // preempt/partition_prio: gpu (tier 1) jobs on nodes of urgent (tier 10) are preemptible.
+    let (out, plan) = dry_round(state, None);
+    assert!(
+        out.contains("preemption by preempt/partition_prio"),
+        "{out}"
+    );
+    assert_eq!(plan.preemptions.len(), 1, "{out}");
+    assert!(fillers.contains(&plan.preemptions[0].job));
+    assert_eq!(plan.placements[0].job, urgent);
+    // Without slurmdbd only the comment (or --preemptible-partition) makes a job preemptible.
+    let w = without_slurmdbd();
+    let (out, plan) = dry_round(state, Some(w.bin()));
+    assert!(plan.preemptions.is_empty(), "{out}");
+    assert!(out.contains(&format!("pending: job {urgent}:")), "{out}");
 }

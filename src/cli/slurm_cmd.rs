@@ -195,6 +195,8 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     let round_no = memory.round;
     let now = unix_now();
     let snap = Snapshot::read(cli, now).map_err(slurm_failure)?;
+    let site = snap.site.describe();
+    tracing::info!(policy = %site, "site policy");
     let conv = Conventions {
         partition: a.partition.clone(),
         preemptible_partitions: a.preemptible_partition.iter().cloned().collect(),
@@ -239,6 +241,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
             )
         })?;
     print_round(round_no, a.apply, plan, &actions, &round.ignored);
+    println!("policy: {site}");
     let applied = if a.apply {
         apply_actions(
             &actions,
@@ -290,7 +293,8 @@ fn print_round(
             " (dry run: nothing changed; --apply to carry it out)"
         }
     );
-    for act in actions {
+    // Notes (reasons in admin comments) are journaled and logged; the pending lines say the same.
+    for act in actions.iter().filter(|a| !matches!(a, Action::Note { .. })) {
         let why = match act {
             Action::Preempt { job } => plan
                 .preemptions

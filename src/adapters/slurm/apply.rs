@@ -11,7 +11,7 @@
 //! the first failure (the next round reads the cluster afresh and finishes the rest).
 
 use super::cli::{check_job_id, check_node_name, command_line, SlurmCli};
-use super::convert::SlurmRound;
+use super::convert::{note_is_ours, SlurmRound, NOTE_PREFIX};
 use super::SlurmError;
 use crate::cron::journal::{self, Entry};
 use crate::cron::memory::Released;
@@ -40,6 +40,17 @@ pub enum Action {
         exclude: Vec<String>,
         /// Also clear a begin time left by a requeue.
         clear_begin: bool,
+        /// Also clear gangplan's note in the admin comment.
+        #[serde(default)]
+        clear_note: bool,
+    },
+    /// Write why a held job waits into its admin comment, or clear a gangplan note (`text`
+    /// empty) from a job that runs.
+    Note {
+        /// Job id.
+        job: String,
+        /// The admin comment to set.
+        text: String,
     },
     /// Hold again a job released earlier that never started, so the next round replans it.
     Rehold {
@@ -52,7 +63,10 @@ impl Action {
     /// The job the action is about.
     pub fn job(&self) -> &str {
         match self {
-            Action::Preempt { job } | Action::Start { job, .. } | Action::Rehold { job } => job,
+            Action::Preempt { job }
+            | Action::Start { job, .. }
+            | Action::Rehold { job }
+            | Action::Note { job, .. } => job,
         }
     }
 
@@ -62,11 +76,20 @@ impl Action {
         Ok(match self {
             Action::Preempt { job } => vec![("scontrol", vec!["requeuehold".into(), job.clone()])],
             Action::Rehold { job } => vec![("scontrol", vec!["hold".into(), job.clone()])],
+            Action::Note { job, text } => vec![(
+                "scontrol",
+                vec![
+                    "update".into(),
+                    format!("JobId={job}"),
+                    format!("AdminComment={text}"),
+                ],
+            )],
             Action::Start {
                 job,
                 nodes,
                 exclude,
                 clear_begin,
+                clear_note,
             } => {
                 for n in nodes.iter().chain(exclude) {
                     check_node_name(n)?;
@@ -79,6 +102,9 @@ impl Action {
                 ];
                 if *clear_begin {
                     update.push("StartTime=now".into());
+                }
+                if *clear_note {
+                    update.push("AdminComment=".into());
                 }
                 vec![
                     ("scontrol", update),
@@ -98,6 +124,10 @@ impl Action {
             Action::Start { job, nodes, .. } => {
                 format!("start job {job} on {} (pin + release)", nodes.join(","))
             }
+            Action::Note { job, text } if text.is_empty() => {
+                format!("clear gangplan's note on job {job}")
+            }
+            Action::Note { job, text } => format!("note on job {job}: {text}"),
         }
     }
 
@@ -157,12 +187,55 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
             nodes,
             exclude,
             clear_begin: held.clear_begin,
+            clear_note: held.admin_comment.starts_with(NOTE_PREFIX),
         });
     }
     for a in &actions {
         a.commands()?;
     }
     Ok(actions)
+}
+
+/// Longest reason written into an admin comment, in characters.
+pub const NOTE_MAX_CHARS: usize = 240;
+
+/// The admin comment that tells why a held job waits.
+pub fn waiting_note(reason: &str) -> String {
+    let clean: String = reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut text = format!("{NOTE_PREFIX} waiting: {clean}");
+    if text.chars().count() > NOTE_MAX_CHARS {
+        text = text.chars().take(NOTE_MAX_CHARS - 3).collect::<String>() + "...";
+    }
+    text
+}
+
+/// Notes to write: each held job the plan leaves pending gets its reason in its admin
+/// comment (when that changed, and only over an empty comment or a gangplan note); running
+/// jobs that still carry a gangplan note get it cleared.
+pub fn note_actions(round: &SlurmRound, plan: &Plan) -> Vec<Action> {
+    let mut out = Vec::new();
+    for p in &plan.pending {
+        let Some(held) = round.held.get(&p.job) else {
+            continue;
+        };
+        let text = waiting_note(&p.reason);
+        if held.admin_comment != text && note_is_ours(&held.admin_comment) {
+            out.push(Action::Note {
+                job: p.job.clone(),
+                text,
+            });
+        }
+    }
+    for job in &round.noted_running {
+        out.push(Action::Note {
+            job: job.clone(),
+            text: String::new(),
+        });
+    }
+    out
 }
 
 /// A round's actions: re-hold the jobs released more than `start_timeout` seconds before
@@ -180,6 +253,7 @@ pub fn round_actions(
         .map(|(id, _)| Action::Rehold { job: id.clone() })
         .collect();
     actions.extend(plan_actions(round, plan)?);
+    actions.extend(note_actions(round, plan));
     Ok(actions)
 }
 
@@ -285,7 +359,7 @@ fn remember(act: &Action, ok: bool, released: &mut BTreeMap<String, Released>) {
         Action::Rehold { job } if ok => {
             released.remove(job);
         }
-        Action::Rehold { .. } | Action::Preempt { .. } => {}
+        Action::Rehold { .. } | Action::Preempt { .. } | Action::Note { .. } => {}
     }
 }
 
