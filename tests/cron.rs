@@ -2,7 +2,9 @@
 //! the `SlurmCli` trait), the conventions, the actions a plan turns into, stability across
 //! rounds, the round lock, metrics and the Kubernetes bindings.
 
+use gangplan::adapters::slurm::apply::{note_actions, waiting_note};
 use gangplan::adapters::slurm::parse::gpu_gres;
+use gangplan::adapters::slurm::site::{parse_qos, parse_sshare, SitePolicy};
 use gangplan::adapters::slurm::{
     build_round, plan_actions, Action, Conventions, SlurmCli, SlurmError, Snapshot,
 };
@@ -126,6 +128,7 @@ fn plan_preempts_the_preemptible_job_and_pins_the_urgent_one() {
                 nodes: vec!["node4".into()],
                 exclude: vec!["node1".into(), "node2".into(), "node3".into()],
                 clear_begin: false,
+                clear_note: false,
             },
         ]
     );
@@ -156,6 +159,7 @@ fn a_failing_command_stops_the_action() {
         nodes: vec!["node4".into()],
         exclude: vec![],
         clear_begin: true,
+        clear_note: false,
     };
     let e = a.run(&cli).unwrap_err();
     assert!(e.to_string().contains("Invalid job id"), "{e}");
@@ -175,18 +179,99 @@ fn unsafe_ids_and_names_never_reach_slurm() {
             nodes: vec!["node1,node2".into()],
             exclude: vec![],
             clear_begin: false,
+            clear_note: false,
         },
         Action::Start {
             job: "10".into(),
             nodes: vec!["node1".into()],
             exclude: vec!["n ExcNodeList=x".into()],
             clear_begin: false,
+            clear_note: false,
         },
     ] {
         let cli = Recorded::new();
         assert!(a.run(&cli).is_err(), "{a:?}");
         assert!(cli.calls.borrow().is_empty());
     }
+}
+
+/// Held jobs left pending get their reason in their admin comment (not over an operator's
+/// own comment, not again when it is already there); a started job's note is cleared on
+/// release, and a running job that still carries one gets it cleared.
+#[test]
+fn reasons_go_into_the_admin_comment_and_are_cleared_on_start() {
+    let mut snap = snapshot();
+    let held = |snap: &mut Snapshot, id: u64, text: &str| {
+        snap.jobs
+            .iter_mut()
+            .find(|j| j.id == id)
+            .unwrap()
+            .admin_comment = text.into();
+    };
+    held(&mut snap, 10, "gangplan: held at submission");
+    held(&mut snap, 6, "gangplan: waiting: old");
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let notes = note_actions(&round, &plan);
+    let reason = &plan.pending.iter().find(|p| p.job == "11").unwrap().reason;
+    assert_eq!(
+        notes,
+        vec![
+            Action::Note {
+                job: "11".into(),
+                text: waiting_note(reason),
+            },
+            Action::Note {
+                job: "6".into(),
+                text: String::new(),
+            },
+        ]
+    );
+    assert!(
+        waiting_note(reason).starts_with("gangplan: waiting: "),
+        "{}",
+        waiting_note(reason)
+    );
+    assert!(waiting_note(reason).ends_with(reason.as_str()));
+    let cli = Recorded::new();
+    notes[0].run(&cli).unwrap();
+    assert_eq!(
+        cli.calls.borrow()[0],
+        format!(
+            "scontrol update JobId=11 AdminComment={}",
+            waiting_note(reason)
+        )
+    );
+    // The start of job 10 clears the submission note in the same update.
+    let start = plan_actions(&round, &plan).unwrap().pop().unwrap();
+    assert!(
+        matches!(
+            start,
+            Action::Start {
+                clear_note: true,
+                ..
+            }
+        ),
+        "{start:?}"
+    );
+    let cli = Recorded::new();
+    start.run(&cli).unwrap();
+    assert!(cli.calls.borrow()[0].ends_with(" AdminComment="));
+
+    // The same note again changes nothing; an operator's comment is never overwritten.
+    held(&mut snap, 11, &waiting_note(reason));
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    assert_eq!(
+        note_actions(&round, &plan).len(),
+        1,
+        "only the clear of job 6"
+    );
+    held(&mut snap, 11, "ops: do not start before the maintenance");
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    assert_eq!(note_actions(&round, &plan).len(), 1);
+    assert!(waiting_note(&"x".repeat(1000)).chars().count() <= 240);
+    assert!(!waiting_note("a\nb").contains('\n'));
 }
 
 #[test]
@@ -203,6 +288,67 @@ fn released_jobs_not_yet_started_are_reservations() {
     // node4 has GPUs 0-3 held by job 9: the reservation takes the other four.
     assert_eq!(r.gpus["node4"], vec![4, 5, 6, 7]);
     assert!(!round.raw.pending.iter().any(|p| p.id == "10"));
+    validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+}
+
+/// With slurmdbd: tenant weights from sshare, QOS priorities in the rank key, preemptible
+/// jobs by the controller's rule (not the comment). Without it (the recorded cluster's
+/// `scontrol show config` is empty): weight 1, the comment.
+#[test]
+fn site_policy_from_accounting_sets_weights_ranks_and_preemptible_jobs() {
+    let mut snap = snapshot();
+    assert!(!snap.site.from_accounting);
+    assert!(snap.site.describe().starts_with("no slurmdbd"));
+    let legacy = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    assert!(legacy
+        .raw
+        .tenants
+        .as_ref()
+        .unwrap()
+        .iter()
+        .all(|t| t.weight == 1.0));
+
+    snap.site = SitePolicy {
+        from_accounting: true,
+        accounting_storage: "accounting_storage/slurmdbd".into(),
+        preempt_type: "preempt/qos".into(),
+        shares: parse_sshare(" acct1||3|0.75|0|0\n acct2||1|0.25|0|0\n").unwrap(),
+        qos: parse_qos("normal|0|\nhigh|100|normal\n").unwrap(),
+        fallback_reason: None,
+    };
+    for j in snap.jobs.iter_mut() {
+        j.qos = if j.id == 11 {
+            "high".into()
+        } else {
+            "normal".into()
+        };
+    }
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let weight = |name: &str| {
+        let t = round.raw.tenants.as_ref().unwrap();
+        t.iter().find(|t| t.name == name).unwrap().weight
+    };
+    assert!((weight("acct1") - 1.5).abs() < 1e-9);
+    assert!((weight("acct2") - 0.5).abs() < 1e-9);
+    assert_eq!(weight("default"), 1.0, "an account sshare omits");
+    // Job 11 (nice 10, tier 1) now outranks job 9 (tier 1, QOS normal) by its QOS.
+    let pend = |id: &str| {
+        round
+            .raw
+            .pending
+            .iter()
+            .find(|p| p.id == id)
+            .unwrap()
+            .priority
+    };
+    let run = |id: &str| round.raw.running.iter().find(|r| r.id == id).unwrap();
+    assert!(pend("11") > run("9").priority);
+    // QOS normal is in high's Preempt list: every running job of QOS normal is preemptible.
+    assert!(run("6").preemptible && run("9").preemptible);
+    // Under partition_prio the comment no longer counts, the tiers do (urgent covers all nodes).
+    snap.site.preempt_type = "preempt/partition_prio".into();
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    assert!(round.raw.running.iter().all(|r| r.preemptible));
     validate(&round.raw, &ModelLibrary::builtin()).unwrap();
 }
 

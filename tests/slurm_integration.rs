@@ -178,10 +178,29 @@ fn last_plan(state_dir: &Path) -> Plan {
         .unwrap()
 }
 
+/// Scheduling changes the journal records as done (`outcome: ok`; notes not counted).
 fn journal_lines(state_dir: &Path) -> usize {
+    journal(state_dir)
+        .iter()
+        .filter(|e| e["outcome"] == "ok" && e["action"] != "note")
+        .count()
+}
+
+/// Every journal line, parsed.
+fn journal(state_dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(state_dir.join("journal.jsonl"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("journal line {l:?}: {e}")))
+        .collect()
+}
+
+/// Journal lines of `action` about `job` with `outcome`.
+fn journaled(state_dir: &Path, action: &str, job: &str, outcome: &str) -> usize {
+    journal(state_dir)
+        .iter()
+        .filter(|e| e["action"] == action && e["job"] == job && e["outcome"] == outcome)
+        .count()
 }
 
 fn racks() -> BTreeMap<String, String> {
@@ -200,11 +219,19 @@ fn assert_idle_cluster() {
     );
 }
 
+/// The tests share the one cluster: they take turns.
+static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn lab_turn() -> std::sync::MutexGuard<'static, ()> {
+    LAB.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn slurm_cron_rounds() {
     if !lab_available() {
         return;
     }
+    let _turn = lab_turn();
     assert_idle_cluster();
     gangs_start_where_planned_and_a_second_round_changes_nothing();
     assert_idle_cluster();
@@ -395,4 +422,686 @@ fn an_apply_that_fails_half_way_is_finished_by_the_next_round() {
     assert!(out.contains("1 to start, 0 to preempt"), "{out}");
     assert_eq!(wait_running(&second), planned, "kept the planned nodes");
     assert_eq!(state_of(&first).2, first_nodes);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cron under faults. Each case breaks one round of `slurm plan --apply` half-way and
+// checks that the next round finishes the job, that nothing is lost or applied twice, and
+// that the journal says what happened.
+
+/// The lab's state dir (SLURM_CONF is STATE/etc/slurm.conf).
+fn lab_state() -> std::path::PathBuf {
+    let conf = std::path::PathBuf::from(std::env::var_os("SLURM_CONF").unwrap());
+    conf.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+/// A folder of wrapper scripts put first on PATH: `name` runs `body` (sh; `$REAL` is the
+/// real program) when `"$1 $2"` equals `when`, and the real program otherwise.
+struct Wrappers {
+    dir: tempfile::TempDir,
+}
+
+impl Wrappers {
+    fn new() -> Self {
+        Wrappers {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn wrap(self, name: &str, when: &str, body: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let real = sh("sh", &["-c", &format!("command -v {name}")]);
+        let cond = if when.is_empty() {
+            "true".to_string()
+        } else {
+            format!("[ \"$1 $2\" = \"{when}\" ]")
+        };
+        let script =
+            format!("#!/bin/sh\nREAL={real}\nif {cond}; then\n{body}\nfi\nexec {real} \"$@\"\n");
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self
+    }
+
+    fn bin(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A round as a child process (`extra` flags after the usual ones), with `bin` first on PATH.
+fn spawn_round(state_dir: &Path, extra: &[&str], bin: Option<&Path>) -> std::process::Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gangplan"));
+    if let Some(bin) = bin {
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", bin.display()));
+    }
+    cmd.args([
+        "slurm",
+        "plan",
+        "--apply",
+        "--time-limit",
+        "10",
+        "--state-dir",
+    ])
+    .arg(state_dir)
+    .args(extra)
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run gangplan")
+}
+
+/// Wait for a round with a deadline (killed and failed past it): (exit code or -1 for a
+/// signal, stdout, stderr, seconds).
+fn finish_round(mut child: std::process::Child) -> (i32, String, String, f64) {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the round did not end within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+        started.elapsed().as_secs_f64(),
+    )
+}
+
+fn apply_round(state_dir: &Path, extra: &[&str], bin: Option<&Path>) -> (i32, String, String, f64) {
+    finish_round(spawn_round(state_dir, extra, bin))
+}
+
+/// Every job of `ids` was started exactly once (one `ok` start each in the journal).
+fn started_once(state_dir: &Path, ids: &[&String]) {
+    for id in ids {
+        assert_eq!(
+            journaled(state_dir, "start", id, "ok"),
+            1,
+            "job {id} must be started exactly once:\n{:#?}",
+            journal(state_dir)
+        );
+    }
+}
+
+/// Two 8-GPU gangs, held: the first is started, the fault hits the release of the second.
+fn two_gangs(jobs: &mut Jobs) -> (String, String) {
+    let a = jobs.submit("a", &["--hold", "-N1", "--gres=gpu:8"]);
+    let b = jobs.submit("b", &["--hold", "-N1", "--gres=gpu:8"]);
+    (a, b)
+}
+
+#[test]
+fn slurm_cron_under_faults() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    a_hanging_slurm_command_is_killed_at_its_deadline();
+    assert_idle_cluster();
+    slurmctld_stopped_in_the_middle_of_an_apply();
+    assert_idle_cluster();
+    a_round_killed_between_pin_and_release();
+    assert_idle_cluster();
+    a_full_or_read_only_state_dir_changes_nothing();
+    assert_idle_cluster();
+    two_rounds_in_the_same_second();
+    assert_idle_cluster();
+}
+
+fn a_hanging_slurm_command_is_killed_at_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("hang");
+    let (a, b) = two_gangs(&mut jobs);
+    let w = Wrappers::new().wrap("scontrol", &format!("release {b}"), "exec sleep 600");
+    let (code, out, err, secs) = apply_round(state, &["--slurm-timeout", "2"], Some(w.bin()));
+    assert_eq!(code, 6, "{out}\n{err}");
+    assert!(secs < 30.0, "the hung command was not cut at 2 s: {secs} s");
+    assert!(err.contains("did not answer within 2 s"), "{err}");
+    wait_running(&a);
+    assert!(is_held(&b), "{:?}", state_of(&b));
+    assert_eq!(journaled(state, "start", &b, "failed"), 1);
+
+    let (code, out, err, _) = apply_round(state, &[], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    wait_running(&b);
+    started_once(state, &[&a, &b]);
+}
+
+/// Restarts the lab's slurmctld (scripts/slurm-up.sh starts what is not running) and waits
+/// until every node answers again.
+fn restart_slurmctld() {
+    let up = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm-up.sh");
+    let st = Command::new("bash")
+        .arg(&up)
+        .env("GANGPLAN_SLURM_STATE", lab_state())
+        .env("SLURM_LAB_SMOKE", "0")
+        .status()
+        .unwrap();
+    assert!(st.success(), "slurm-up.sh could not restart slurmctld");
+    wait_for("every node to answer after the restart", || {
+        // One line per node and partition: node states, counted per node.
+        let o = Command::new("sinfo")
+            .args(["-h", "-N", "-o", "%N %t"])
+            .output();
+        o.is_ok_and(|o| {
+            let t = String::from_utf8_lossy(&o.stdout).to_string();
+            let nodes: std::collections::BTreeSet<&str> = t
+                .lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .collect();
+            o.status.success()
+                && nodes.len() == 4
+                && t.lines()
+                    .all(|l| matches!(l.split_whitespace().nth(1), Some("idle" | "mix" | "alloc")))
+        })
+    });
+}
+
+/// Restarts slurmctld when dropped if it is not running (a failed test leaves the lab usable).
+struct CtldGuard;
+
+impl Drop for CtldGuard {
+    fn drop(&mut self) {
+        if Command::new("scontrol")
+            .arg("ping")
+            .output()
+            .is_ok_and(|o| !String::from_utf8_lossy(&o.stdout).contains("is UP"))
+        {
+            restart_slurmctld();
+        }
+    }
+}
+
+fn slurmctld_stopped_in_the_middle_of_an_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("ctld");
+    let (a, b) = two_gangs(&mut jobs);
+    let pidfile = lab_state().join("run/slurmctld.pid");
+    let stop = format!(
+        "p=$(cat {pf}); kill -TERM $p; while kill -0 $p 2>/dev/null; do sleep 0.1; done",
+        pf = pidfile.display()
+    );
+    let w = Wrappers::new().wrap("scontrol", &format!("release {b}"), &stop);
+    let guard = CtldGuard;
+    let (code, out, err, _) = apply_round(state, &["--slurm-timeout", "20"], Some(w.bin()));
+    assert_eq!(code, 6, "{out}\n{err}");
+    assert!(err.contains("re-run"), "{err}");
+    assert_eq!(journaled(state, "start", &a, "ok"), 1);
+    assert_eq!(journaled(state, "start", &b, "failed"), 1);
+
+    restart_slurmctld();
+    drop(guard);
+    wait_running(&a);
+    assert!(is_held(&b), "{:?}", state_of(&b));
+    let (code, out, err, _) = apply_round(state, &[], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("1 to start, 0 to preempt"), "{out}");
+    wait_running(&b);
+    started_once(state, &[&a, &b]);
+}
+
+fn a_round_killed_between_pin_and_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("kill9");
+    let (a, b) = two_gangs(&mut jobs);
+    // The wrapper kills the round (its parent) with SIGKILL when it asks to release b.
+    let w = Wrappers::new().wrap("scontrol", &format!("release {b}"), "kill -9 $PPID; exit 1");
+    let (code, out, err, _) = apply_round(state, &[], Some(w.bin()));
+    assert_eq!(code, -1, "the round should have been killed:\n{out}\n{err}");
+    wait_running(&a);
+    assert!(is_held(&b), "{:?}", state_of(&b));
+    let last = journal(state).pop().unwrap();
+    assert_eq!(
+        (
+            last["action"].as_str(),
+            last["job"].as_str(),
+            last["outcome"].as_str()
+        ),
+        (Some("start"), Some(b.as_str()), Some("begun")),
+        "the journal's last line names the change under way"
+    );
+    let killed_round = last["round"].as_u64().unwrap();
+
+    let (code, out, err, _) = apply_round(state, &[], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    wait_running(&b);
+    started_once(state, &[&a, &b]);
+    let j = journal(state);
+    let noted = j
+        .iter()
+        .find(|e| e["action"] == "interrupted")
+        .unwrap_or_else(|| panic!("no interrupted note:\n{j:#?}"));
+    assert_eq!(noted["job"], b.as_str());
+    assert_eq!(noted["interrupted_round"], killed_round);
+    let restart = j
+        .iter()
+        .find(|e| e["action"] == "start" && e["job"] == b.as_str() && e["outcome"] == "ok")
+        .unwrap();
+    assert!(
+        restart["round"].as_u64().unwrap() > killed_round,
+        "the killed round's number is not reused"
+    );
+}
+
+/// A small tmpfs mounted at a fresh folder, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "this test mounts a small tmpfs as the state dir and needs root with mount rights \
+             (as the Slurm lab does): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Tmpfs { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn remount(&self, opt: &str) {
+        sh(
+            "mount",
+            &[
+                "-o",
+                &format!("remount,{opt}"),
+                &self.path().display().to_string(),
+            ],
+        );
+    }
+
+    /// Fill the file system: write `fill` until the disk says it is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.path().join("fill")).unwrap();
+        let block = [0u8; 4096];
+        while f.write_all(&block).and_then(|_| f.sync_data()).is_ok() {}
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+fn a_full_or_read_only_state_dir_changes_nothing() {
+    let fs = Tmpfs::new();
+    let state = fs.path().join("state");
+    let mut jobs = Jobs::new("disk");
+    let (code, out, err, _) = apply_round(&state, &[], None);
+    assert_eq!(code, 0, "a first round on an empty cluster:\n{out}\n{err}");
+    let c = jobs.submit("c", &["--hold", "-N1", "--gres=gpu:8"]);
+
+    fs.fill();
+    let (code, out, err, _) = apply_round(&state, &[], None);
+    assert_eq!(code, 6, "a full state dir:\n{out}\n{err}");
+    assert!(err.contains("nothing was changed in Slurm"), "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(
+        is_held(&c),
+        "nothing may start unjournaled: {:?}",
+        state_of(&c)
+    );
+
+    std::fs::remove_file(fs.path().join("fill")).unwrap();
+    fs.remount("ro");
+    let (code, out, err, _) = apply_round(&state, &[], None);
+    assert_eq!(code, 6, "a read-only state dir:\n{out}\n{err}");
+    assert!(err.contains("Read-only file system"), "{err}");
+    assert!(is_held(&c), "{:?}", state_of(&c));
+
+    fs.remount("rw");
+    let (code, out, err, _) = apply_round(&state, &[], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    wait_running(&c);
+    started_once(&state, &[&c]);
+}
+
+fn two_rounds_in_the_same_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("twice");
+    let (a, b) = two_gangs(&mut jobs);
+    // squeue answers 5 s late, so the first round holds the lock while the second starts.
+    let w = Wrappers::new().wrap("squeue", "", "sleep 5");
+    let first = spawn_round(state, &[], Some(w.bin()));
+    let pid = first.id().to_string();
+    wait_for("the first round to take the lock", || {
+        std::fs::read_to_string(state.join("lock")).is_ok_and(|t| t.trim() == pid)
+    });
+    let (code, out, err, _) = apply_round(state, &[], Some(w.bin()));
+    assert_eq!(
+        code, 5,
+        "the second round must find the lock held:\n{out}\n{err}"
+    );
+    assert!(err.contains(&format!("(pid {pid})")), "{err}");
+    let (code, out, err, _) = finish_round(first);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // A third round right after: nothing to do, nothing applied twice.
+    let (code, out, err, _) = apply_round(state, &[], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("0 to start, 0 to preempt"), "{out}");
+    wait_running(&a);
+    wait_running(&b);
+    started_once(state, &[&a, &b]);
+    let skipped: Vec<_> = journal(state)
+        .into_iter()
+        .filter(|e| e["action"] == "skipped")
+        .collect();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["holder"], pid.as_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// No new habits: plain sbatch to the partition gangplan plans (scripts/job_submit.lua).
+
+/// A job as `squeue --json` shows it.
+fn job_json(id: &str) -> serde_json::Value {
+    let all: serde_json::Value = serde_json::from_str(&sh("squeue", &["--json"])).unwrap();
+    all["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job_id"].as_u64().map(|v| v.to_string()).as_deref() == Some(id))
+        .cloned()
+        .unwrap_or_else(|| panic!("job {id} is not in squeue --json"))
+}
+
+fn admin_comment(id: &str) -> String {
+    job_json(id)["admin_comment"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn plain_sbatch_to_the_managed_partition_is_held_for_the_planner() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("lua");
+    // No --hold: job_submit.lua holds GPU jobs of partition `gangplan`, and only those.
+    let gang = jobs.submit("gang", &["-p", "gangplan", "-N2", "--gres=gpu:8"]);
+    let cpu = jobs.submit("cpu", &["-p", "gangplan", "-N1"]);
+    let other = jobs.submit("other", &["-p", "gpu", "-N1", "--gres=gpu:1"]);
+    assert!(is_held(&gang), "{:?}", state_of(&gang));
+    assert!(
+        admin_comment(&gang).starts_with("gangplan: held at submission"),
+        "{}",
+        admin_comment(&gang)
+    );
+    wait_running(&cpu);
+    wait_running(&other);
+    assert_eq!(admin_comment(&other), "");
+
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("start job {gang} on")), "{out}");
+    let planned: Vec<String> = last_plan(state)
+        .placements
+        .iter()
+        .find(|p| p.job == gang)
+        .map(|p| p.gpus.keys().cloned().collect())
+        .unwrap();
+    assert_eq!(wait_running(&gang), planned);
+    let racks = racks();
+    assert_eq!(racks[&planned[0]], racks[&planned[1]], "{planned:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reasons where users look: a held job's pending reason in its admin comment.
+
+#[test]
+fn held_jobs_reasons_are_written_to_the_admin_comment_and_cleared_on_start() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("reason");
+    // One GPU busy on every node: no node has 8 free GPUs.
+    let fillers: Vec<String> = (1..=4)
+        .map(|n| {
+            let node = format!("node{n}");
+            jobs.submit(
+                &format!("fill{n}"),
+                &["-p", "gpu", "-w", &node, "--gres=gpu:1"],
+            )
+        })
+        .collect();
+    for f in &fillers {
+        wait_running(f);
+    }
+    let w = jobs.submit("wait", &["-p", "gangplan", "-N1", "--gres=gpu:8"]);
+    let ops = jobs.submit("ops", &["--hold", "-N1", "--gres=gpu:8"]);
+    sh(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={ops}"),
+            "AdminComment=ops: keep held for maintenance",
+        ],
+    );
+
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("pending: job {w}:")), "{out}");
+    let note = admin_comment(&w);
+    assert!(
+        note.starts_with("gangplan: waiting: needs 8 GPUs within one node"),
+        "{note}"
+    );
+    assert_eq!(admin_comment(&ops), "ops: keep held for maintenance");
+    assert_eq!(journaled(state, "note", &w, "ok"), 1);
+    // The same reason is not written again.
+    round_ok(state, true);
+    assert_eq!(journaled(state, "note", &w, "ok"), 1);
+    assert_eq!(admin_comment(&w), note);
+
+    // GPUs free up: the job starts and its note is gone.
+    sh("scancel", &[&fillers[0]]);
+    wait_for("the filler to end", || !is_active(&state_of(&fillers[0]).0));
+    let out = round_ok(state, true);
+    assert!(out.contains(&format!("start job {w} on")), "{out}");
+    wait_running(&w);
+    assert_eq!(
+        admin_comment(&w),
+        "",
+        "the reason is cleared when the job starts"
+    );
+    assert_eq!(admin_comment(&ops), "ops: keep held for maintenance");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The site's policy from Slurm: fair-share from slurmdbd (sshare), preemption by the
+// controller's own rule; without slurmdbd the conventions of a cluster without accounting.
+
+/// A dry round with `bin` first on PATH; (stdout, plan).
+fn dry_round(state_dir: &Path, bin: Option<&Path>) -> (String, Plan) {
+    let (code, out, err) = round_with_path(state_dir, false, bin);
+    assert_eq!(code, 0, "{out}\n{err}");
+    (out, last_plan(state_dir))
+}
+
+/// Wrappers that make the cluster look as if it kept no accounting.
+fn without_slurmdbd() -> Wrappers {
+    Wrappers::new().wrap(
+        "scontrol",
+        "show config",
+        "echo 'AccountingStorageType   = accounting_storage/none'; echo 'PreemptType = preempt/partition_prio'; exit 0",
+    )
+}
+
+/// The tenant weights the round's policy line names.
+fn weights(out: &str) -> BTreeMap<String, f64> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("policy: fair-share from slurmdbd (sshare): "))
+        .unwrap_or_else(|| panic!("no fair-share policy line:\n{out}"));
+    let list = line["policy: fair-share from slurmdbd (sshare): ".len()..]
+        .split(';')
+        .next()
+        .unwrap();
+    list.split(", ")
+        .map(|kv| {
+            let (k, v) = kv.split_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+fn placed_by_account(plan: &Plan, research: &[String], prod: &[String]) -> (usize, usize) {
+    let count = |ids: &[String]| {
+        plan.placements
+            .iter()
+            .filter(|p| ids.contains(&p.job))
+            .count()
+    };
+    (count(research), count(prod))
+}
+
+#[test]
+fn site_policy_is_read_from_slurmdbd() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    fair_share_from_sshare_decides_who_gets_the_gpus();
+    assert_idle_cluster();
+    the_controllers_preemption_rule_replaces_the_comment();
+    assert_idle_cluster();
+}
+
+fn fair_share_from_sshare_decides_who_gets_the_gpus() {
+    // No usage yet: the weights are the shares (research 3, prod 1).
+    sh(
+        "sacctmgr",
+        &[
+            "-i",
+            "modify",
+            "account",
+            "where",
+            "name=research,prod",
+            "set",
+            "RawUsage=0",
+        ],
+    );
+    wait_for("the usage reset to reach sshare", || {
+        sh(
+            "sshare",
+            &[
+                "-P",
+                "-n",
+                "-A",
+                "research,prod",
+                "-o",
+                "Account,User,RawUsage",
+            ],
+        )
+        .lines()
+        .all(|l| l.ends_with("|0"))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("share");
+    let gang = ["--hold", "-N1", "--gres=gpu:8"];
+    let research: Vec<String> = (0..4)
+        .map(|i| jobs.submit(&format!("r{i}"), &[&gang[..], &["-A", "research"]].concat()))
+        .collect();
+    let prod: Vec<String> = (0..4)
+        .map(|i| jobs.submit(&format!("p{i}"), &[&gang[..], &["-A", "prod"]].concat()))
+        .collect();
+
+    let (out, plan) = dry_round(state, None);
+    let w = weights(&out);
+    assert!(
+        (w["research"] / w["prod"] - 3.0).abs() < 1e-6,
+        "shares 3:1 without usage give weights 3:1: {w:?}"
+    );
+    assert_eq!(placed_by_account(&plan, &research, &prod), (3, 1), "{out}");
+
+    // Without slurmdbd: weight 1 each, the GPUs split evenly, and the round says why.
+    let w = without_slurmdbd();
+    let (out, plan) = dry_round(state, Some(w.bin()));
+    assert!(
+        out.contains("policy: no slurmdbd (AccountingStorageType=accounting_storage/none): every tenant weight 1"),
+        "{out}"
+    );
+    assert_eq!(placed_by_account(&plan, &research, &prod), (2, 2), "{out}");
+
+    // slurmdbd configured but not answering: the same conventions, with the reason.
+    let w = Wrappers::new().wrap(
+        "sshare",
+        "",
+        "echo 'sshare: error: slurmdbd down' >&2; exit 1",
+    );
+    let (out, plan) = dry_round(state, Some(w.bin()));
+    assert!(
+        out.contains("policy: slurmdbd is configured but could not be read"),
+        "{out}"
+    );
+    assert_eq!(placed_by_account(&plan, &research, &prod), (2, 2), "{out}");
+}
+
+fn the_controllers_preemption_rule_replaces_the_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("rule");
+    // Full cluster, no job marked preemptible by its comment.
+    let fillers: Vec<String> = (1..=4)
+        .map(|n| {
+            let node = format!("node{n}");
+            jobs.submit(
+                &format!("fill{n}"),
+                &["-p", "gpu", "-w", &node, "--gres=gpu:8"],
+            )
+        })
+        .collect();
+    for f in &fillers {
+        wait_running(f);
+    }
+    let urgent = jobs.submit("urgent", &["--hold", "-p", "urgent", "-N1", "--gres=gpu:8"]);
+    // preempt/partition_prio: gpu (tier 1) jobs on nodes of urgent (tier 10) are preemptible.
+    let (out, plan) = dry_round(state, None);
+    assert!(
+        out.contains("preemption by preempt/partition_prio"),
+        "{out}"
+    );
+    assert_eq!(plan.preemptions.len(), 1, "{out}");
+    assert!(fillers.contains(&plan.preemptions[0].job));
+    assert_eq!(plan.placements[0].job, urgent);
+    // Without slurmdbd only the comment (or --preemptible-partition) makes a job preemptible.
+    let w = without_slurmdbd();
+    let (out, plan) = dry_round(state, Some(w.bin()));
+    assert!(plan.preemptions.is_empty(), "{out}");
+    assert!(out.contains(&format!("pending: job {urgent}:")), "{out}");
 }

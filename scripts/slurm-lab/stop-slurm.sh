@@ -10,7 +10,7 @@
 #   3. leftover slurmstepd holding a unix socket under STATE_DIR/spool, with their process trees,
 #   4. leftover job processes (environ has SLURM_CONF=STATE_DIR/etc/slurm.conf AND SLURM_JOB_ID;
 #      i.e. started by this cluster's slurmstepd; never this script or its ancestors),
-#   5. slurmctld, 6. munged.
+#   5. slurmctld, 5b. slurmdbd and MariaDB (when SLURM_LAB_ACCOUNTING started them), 6. munged.
 # --purge additionally deletes STATE_DIR.
 set -uo pipefail
 
@@ -111,6 +111,12 @@ done
 # 5. slurmctld
 if p=$(pid_if_alive "$STATE/run/slurmctld.pid" slurmctld "$CONF"); then stop_pids slurmctld "$p"; fi
 rm -f "$STATE/run/slurmctld.pid"
+
+# 5b. accounting: slurmdbd, then MariaDB
+if p=$(pid_if_alive "$STATE/run/slurmdbd.pid" slurmdbd slurmdbd); then stop_pids slurmdbd "$p"; fi
+rm -f "$STATE/run/slurmdbd.pid"
+if p=$(pid_if_alive "$STATE/run/mysqld.pid" mariadbd "$STATE/mysql"); then stop_pids mariadbd "$p"; fi
+rm -f "$STATE/run/mysqld.pid"
 
 # 6. munged
 if p=$(pid_if_alive "$STATE/munge/munged.pid" munged "$STATE/munge/munge.socket"); then stop_pids munged "$p"; fi

@@ -4,7 +4,7 @@
 //! release it. See docs/slurm.md.
 
 use super::plan_cmd::{
-    check_flags, emit_outputs, init_logging, log_planned, open_state, save_round, unix_now,
+    check_flags, cron_failure, emit_outputs, init_logging, log_planned, save_round, unix_now,
     CronFlags,
 };
 use super::{exit, Failure};
@@ -13,16 +13,18 @@ use gangplan::adapters::slurm::apply::{apply_actions, round_actions, Applied};
 use gangplan::adapters::slurm::{
     build_round, Action, Conventions, RealSlurm, SlurmCli, SlurmError, Snapshot,
 };
+use gangplan::cron::journal::{self, Entry, Event};
+use gangplan::cron::memory::Released;
 use gangplan::cron::metrics::RoundMetrics;
 use gangplan::cron::round::plan_with_memory;
-use gangplan::cron::Memory;
+use gangplan::cron::{CronError, Memory, RoundLock, StateDir};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load::parse_document;
 use gangplan::instance::raw::RawPolicy;
 use gangplan::instance::validate::validate;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Slurm commands.
 #[derive(Debug, Args)]
@@ -59,6 +61,10 @@ pub struct SlurmPlanArgs {
     /// Hold again (with --apply) a job released this many seconds ago that has not started.
     #[arg(long, value_name = "S", default_value_t = 300)]
     pub start_timeout: u64,
+    /// Kill a Slurm command (squeue, sinfo, scontrol) still running after S seconds; the
+    /// round then stops with exit code 6 and the next round finishes.
+    #[arg(long, value_name = "S", default_value_t = 30.0)]
+    pub slurm_timeout: f64,
     #[command(flatten)]
     pub cron: CronFlags,
 }
@@ -68,7 +74,9 @@ pub struct SlurmPlanArgs {
 fn slurm_failure(e: SlurmError) -> Failure {
     let code = match &e {
         SlurmError::Parse { .. } | SlurmError::Invalid { .. } => exit::BAD_INPUT,
-        SlurmError::Spawn { .. } | SlurmError::Command { .. } => exit::IO,
+        SlurmError::Spawn { .. } | SlurmError::Command { .. } | SlurmError::Timeout { .. } => {
+            exit::IO
+        }
     };
     Failure::new(code, e.into())
 }
@@ -76,7 +84,95 @@ fn slurm_failure(e: SlurmError) -> Failure {
 /// Run `slurm ...`.
 pub fn run(a: SlurmArgs) -> Result<i32, Failure> {
     match a.command {
-        SlurmCommand::Plan(p) => plan(p, &RealSlurm),
+        SlurmCommand::Plan(p) => {
+            let timeout = slurm_timeout(p.slurm_timeout)?;
+            plan(p, &RealSlurm::new(timeout))
+        }
+    }
+}
+
+/// Check `--slurm-timeout`: seconds in (0, 3600].
+fn slurm_timeout(s: f64) -> Result<Duration, Failure> {
+    if s.is_finite() && s > 0.0 && s <= 3600.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!("--slurm-timeout is {s}; expected seconds in (0, 3600]"),
+        ))
+    }
+}
+
+/// Open the state dir and take its lock (a round that finds it held notes that in the
+/// journal and exits 5), read the memory, take over a change the round before left under
+/// way, and write the memory with this round's number before anything else: a state dir
+/// that cannot be written stops the round here, before Slurm is changed.
+fn open_round(dir: &Path) -> Result<(StateDir, RoundLock, Memory), Failure> {
+    let state = StateDir::open(dir).map_err(cron_failure)?;
+    let lock = match RoundLock::acquire(&state.lock()) {
+        Ok(l) => l,
+        Err(e) => {
+            if let CronError::Locked { holder, .. } = &e {
+                // The holder saved its round number when it started: name that round.
+                let holding = Memory::load(&state.memory()).map_or(0, |m| m.round);
+                note(
+                    &state,
+                    holding,
+                    &Event::Skipped {
+                        holder: holder.clone(),
+                    },
+                );
+            }
+            return Err(cron_failure(e));
+        }
+    };
+    let mut memory = Memory::load(&state.memory()).map_err(cron_failure)?;
+    let interrupted = journal::interrupted(&state.journal());
+    if let Some(change) = &interrupted {
+        take_over(change, &mut memory);
+    }
+    memory.round += 1;
+    memory.save(&state.memory()).map_err(|e| {
+        Failure::new(
+            exit::IO,
+            anyhow::anyhow!(
+                "the state dir cannot be written, so nothing was changed in Slurm: {e}"
+            ),
+        )
+    })?;
+    if let Some(change) = interrupted {
+        let ev = Event::Interrupted {
+            job: change["job"].as_str().unwrap_or_default().to_string(),
+            interrupted_round: change["round"].as_u64().unwrap_or(0),
+            change,
+        };
+        note(&state, memory.round, &ev);
+    }
+    Ok((state, lock, memory))
+}
+
+/// The round before was interrupted during `change`: log it, and treat a start that may have
+/// gone through as released (its nodes stay reserved while it is pending; a job still held is
+/// planned afresh).
+fn take_over(change: &serde_json::Value, memory: &mut Memory) {
+    tracing::warn!(change = %change, "the round before was interrupted during this change; reading the cluster afresh");
+    if let Ok(Action::Start { job, nodes, .. }) = serde_json::from_value::<Action>(change.clone()) {
+        let at = change["time"].as_i64().unwrap_or_else(unix_now);
+        memory.released.insert(job, Released { nodes, at });
+    }
+}
+
+/// Append a note about the cron's own rounds to the journal (best effort: logged on failure).
+fn note(state: &StateDir, round: u64, ev: &Event) {
+    let entry = Entry {
+        time: unix_now(),
+        round,
+        action: ev,
+        outcome: "noted",
+        error: None,
+    };
+    if let Err(e) = journal::append_line(&state.journal(), &entry) {
+        tracing::error!(error = %e, "could not write the journal");
     }
 }
 
@@ -95,11 +191,12 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         }
         None => None,
     };
-    let (state, _lock, mut memory) = open_state(&a.state_dir)?;
-    memory.round += 1;
+    let (state, _lock, mut memory) = open_round(&a.state_dir)?;
     let round_no = memory.round;
     let now = unix_now();
     let snap = Snapshot::read(cli, now).map_err(slurm_failure)?;
+    let site = snap.site.describe();
+    tracing::info!(policy = %site, "site policy");
     let conv = Conventions {
         partition: a.partition.clone(),
         preemptible_partitions: a.preemptible_partition.iter().cloned().collect(),
@@ -144,6 +241,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
             )
         })?;
     print_round(round_no, a.apply, plan, &actions, &round.ignored);
+    println!("policy: {site}");
     let applied = if a.apply {
         apply_actions(
             &actions,
@@ -168,7 +266,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     match applied.first_error {
         Some(e) => Err(Failure::new(
             exit::IO,
-            anyhow::anyhow!("apply stopped after a failed Slurm command (re-run to finish): {e}"),
+            anyhow::anyhow!("apply stopped (re-run to finish): {e}"),
         )),
         None => Ok(exit::OK),
     }
@@ -195,7 +293,8 @@ fn print_round(
             " (dry run: nothing changed; --apply to carry it out)"
         }
     );
-    for act in actions {
+    // Notes (reasons in admin comments) are journaled and logged; the pending lines say the same.
+    for act in actions.iter().filter(|a| !matches!(a, Action::Note { .. })) {
         let why = match act {
             Action::Preempt { job } => plan
                 .preemptions

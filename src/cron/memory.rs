@@ -78,9 +78,12 @@ impl Memory {
             message: e.to_string(),
         })?;
         text.push('\n');
-        write_atomic(path, text.as_bytes()).map_err(|e| CronError::Corrupt {
-            path: path.display().to_string(),
-            message: e.to_string(),
+        write_atomic(path, text.as_bytes()).map_err(|e| match e {
+            crate::error::Error::Io { source, .. } => CronError::io(path, source),
+            other => CronError::Corrupt {
+                path: path.display().to_string(),
+                message: other.to_string(),
+            },
         })
     }
 

@@ -11,10 +11,11 @@
 //! the first failure (the next round reads the cluster afresh and finishes the rest).
 
 use super::cli::{check_job_id, check_node_name, command_line, SlurmCli};
-use super::convert::SlurmRound;
+use super::convert::{note_is_ours, SlurmRound, NOTE_PREFIX};
 use super::SlurmError;
 use crate::cron::journal::{self, Entry};
 use crate::cron::memory::Released;
+use crate::cron::CronError;
 use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -39,6 +40,17 @@ pub enum Action {
         exclude: Vec<String>,
         /// Also clear a begin time left by a requeue.
         clear_begin: bool,
+        /// Also clear gangplan's note in the admin comment.
+        #[serde(default)]
+        clear_note: bool,
+    },
+    /// Write why a held job waits into its admin comment, or clear a gangplan note (`text`
+    /// empty) from a job that runs.
+    Note {
+        /// Job id.
+        job: String,
+        /// The admin comment to set.
+        text: String,
     },
     /// Hold again a job released earlier that never started, so the next round replans it.
     Rehold {
@@ -51,7 +63,10 @@ impl Action {
     /// The job the action is about.
     pub fn job(&self) -> &str {
         match self {
-            Action::Preempt { job } | Action::Start { job, .. } | Action::Rehold { job } => job,
+            Action::Preempt { job }
+            | Action::Start { job, .. }
+            | Action::Rehold { job }
+            | Action::Note { job, .. } => job,
         }
     }
 
@@ -61,11 +76,20 @@ impl Action {
         Ok(match self {
             Action::Preempt { job } => vec![("scontrol", vec!["requeuehold".into(), job.clone()])],
             Action::Rehold { job } => vec![("scontrol", vec!["hold".into(), job.clone()])],
+            Action::Note { job, text } => vec![(
+                "scontrol",
+                vec![
+                    "update".into(),
+                    format!("JobId={job}"),
+                    format!("AdminComment={text}"),
+                ],
+            )],
             Action::Start {
                 job,
                 nodes,
                 exclude,
                 clear_begin,
+                clear_note,
             } => {
                 for n in nodes.iter().chain(exclude) {
                     check_node_name(n)?;
@@ -78,6 +102,9 @@ impl Action {
                 ];
                 if *clear_begin {
                     update.push("StartTime=now".into());
+                }
+                if *clear_note {
+                    update.push("AdminComment=".into());
                 }
                 vec![
                     ("scontrol", update),
@@ -97,6 +124,10 @@ impl Action {
             Action::Start { job, nodes, .. } => {
                 format!("start job {job} on {} (pin + release)", nodes.join(","))
             }
+            Action::Note { job, text } if text.is_empty() => {
+                format!("clear gangplan's note on job {job}")
+            }
+            Action::Note { job, text } => format!("note on job {job}: {text}"),
         }
     }
 
@@ -156,12 +187,55 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
             nodes,
             exclude,
             clear_begin: held.clear_begin,
+            clear_note: held.admin_comment.starts_with(NOTE_PREFIX),
         });
     }
     for a in &actions {
         a.commands()?;
     }
     Ok(actions)
+}
+
+/// Longest reason written into an admin comment, in characters.
+pub const NOTE_MAX_CHARS: usize = 240;
+
+/// The admin comment that tells why a held job waits.
+pub fn waiting_note(reason: &str) -> String {
+    let clean: String = reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut text = format!("{NOTE_PREFIX} waiting: {clean}");
+    if text.chars().count() > NOTE_MAX_CHARS {
+        text = text.chars().take(NOTE_MAX_CHARS - 3).collect::<String>() + "...";
+    }
+    text
+}
+
+/// Notes to write: each held job the plan leaves pending gets its reason in its admin
+/// comment (when that changed, and only over an empty comment or a gangplan note); running
+/// jobs that still carry a gangplan note get it cleared.
+pub fn note_actions(round: &SlurmRound, plan: &Plan) -> Vec<Action> {
+    let mut out = Vec::new();
+    for p in &plan.pending {
+        let Some(held) = round.held.get(&p.job) else {
+            continue;
+        };
+        let text = waiting_note(&p.reason);
+        if held.admin_comment != text && note_is_ours(&held.admin_comment) {
+            out.push(Action::Note {
+                job: p.job.clone(),
+                text,
+            });
+        }
+    }
+    for job in &round.noted_running {
+        out.push(Action::Note {
+            job: job.clone(),
+            text: String::new(),
+        });
+    }
+    out
 }
 
 /// A round's actions: re-hold the jobs released more than `start_timeout` seconds before
@@ -179,7 +253,19 @@ pub fn round_actions(
         .map(|(id, _)| Action::Rehold { job: id.clone() })
         .collect();
     actions.extend(plan_actions(round, plan)?);
+    actions.extend(note_actions(round, plan));
     Ok(actions)
+}
+
+/// Why an apply stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyStop {
+    /// A Slurm command failed or timed out.
+    #[error("a Slurm command failed: {0}")]
+    Slurm(#[from] SlurmError),
+    /// The journal could not be written: no change is made that the journal cannot record.
+    #[error("the journal cannot be written, so no further change is made: {0}")]
+    Journal(#[from] CronError),
 }
 
 /// What applying a round's actions did.
@@ -187,8 +273,8 @@ pub fn round_actions(
 pub struct Applied {
     /// Actions that failed (0 or 1: the apply stops at the first).
     pub failures: u32,
-    /// The failure that stopped the apply.
-    pub first_error: Option<SlurmError>,
+    /// What stopped the apply.
+    pub first_error: Option<ApplyStop>,
 }
 
 /// Now, Unix seconds.
@@ -199,9 +285,31 @@ fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
-/// Run `actions` in order through `cli`, appending each to the journal at `journal_path`
-/// (round `round`) right after it was tried, and stop at the first failure. Started jobs are
-/// recorded in `released` (they are held again when they never start), re-held ones removed.
+/// Append one line about `act` to the journal.
+fn journal(
+    path: &Path,
+    round: u64,
+    act: &Action,
+    outcome: &str,
+    error: Option<String>,
+) -> Result<(), CronError> {
+    journal::append(
+        path,
+        &Entry {
+            time: unix_now(),
+            round,
+            action: act,
+            outcome,
+            error,
+        },
+    )
+}
+
+/// Run `actions` in order through `cli`, journaling each at `journal_path` (round `round`):
+/// a `begun` line before it is tried (an action whose line cannot be written is not tried),
+/// its outcome after. Stops at the first failure. Started jobs are recorded in `released`,
+/// also when the start failed (a release that timed out may have gone through; a job still
+/// held is planned afresh anyway), re-held ones removed.
 pub fn apply_actions(
     actions: &[Action],
     cli: &dyn SlurmCli,
@@ -211,50 +319,61 @@ pub fn apply_actions(
 ) -> Applied {
     let mut applied = Vec::new();
     for act in actions {
-        let result = act.run(cli);
-        let entry = Entry {
-            time: unix_now(),
-            round,
-            action: act,
-            outcome: if result.is_ok() { "ok" } else { "failed" },
-            error: result.as_ref().err().map(|e| e.to_string()),
-        };
-        if let Err(e) = journal::append(journal_path, &entry) {
-            tracing::error!(error = %e, "could not write the journal");
+        if let Err(e) = journal(journal_path, round, act, journal::BEGUN, None) {
+            return stopped(act, &applied, ApplyStop::Journal(e));
         }
+        let result = act.run(cli);
+        remember(act, result.is_ok(), released);
+        let (outcome, error) = match &result {
+            Ok(()) => ("ok", None),
+            Err(e) => ("failed", Some(e.to_string())),
+        };
+        let written = journal(journal_path, round, act, outcome, error);
         if let Err(e) = result {
-            tracing::error!(
-                job = %act.job(),
-                action = %act.describe(),
-                error = %e,
-                applied = ?applied,
-                "apply stopped; what was applied is in the journal, the next round finishes the rest"
-            );
-            return Applied {
-                failures: 1,
-                first_error: Some(e),
-            };
+            if let Err(j) = written {
+                tracing::error!(error = %j, "could not write the journal");
+            }
+            return stopped(act, &applied, ApplyStop::Slurm(e));
         }
         tracing::info!(job = %act.job(), action = %act.describe(), "applied");
-        match act {
-            Action::Start { job, nodes, .. } => {
-                released.insert(
-                    job.clone(),
-                    Released {
-                        nodes: nodes.clone(),
-                        at: unix_now(),
-                    },
-                );
-            }
-            Action::Rehold { job } => {
-                released.remove(job);
-            }
-            Action::Preempt { .. } => {}
-        }
         applied.push(act.describe());
+        if let Err(e) = written {
+            return stopped(act, &applied, ApplyStop::Journal(e));
+        }
     }
+    Applied::default()
+}
+
+/// Record a start in `released`, tried or done; a re-hold that went through removes it.
+fn remember(act: &Action, ok: bool, released: &mut BTreeMap<String, Released>) {
+    match act {
+        Action::Start { job, nodes, .. } => {
+            released.insert(
+                job.clone(),
+                Released {
+                    nodes: nodes.clone(),
+                    at: unix_now(),
+                },
+            );
+        }
+        Action::Rehold { job } if ok => {
+            released.remove(job);
+        }
+        Action::Rehold { .. } | Action::Preempt { .. } | Action::Note { .. } => {}
+    }
+}
+
+/// Log why the apply stopped at `act`.
+fn stopped(act: &Action, applied: &[String], why: ApplyStop) -> Applied {
+    tracing::error!(
+        job = %act.job(),
+        action = %act.describe(),
+        error = %why,
+        applied = ?applied,
+        "apply stopped; what was applied is in the journal, the next round finishes the rest"
+    );
     Applied {
-        failures: 0,
-        first_error: None,
+        failures: 1,
+        first_error: Some(why),
     }
 }

@@ -3,7 +3,10 @@
 //! job ids and node names are checked again before they are put into an argument.
 
 use super::SlurmError;
-use std::process::Command;
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// One Slurm command runner. The real one runs the programs; tests feed recorded output.
 pub trait SlurmCli {
@@ -11,28 +14,102 @@ pub trait SlurmCli {
     fn run(&self, program: &str, args: &[String]) -> Result<String, SlurmError>;
 }
 
+/// How long a Slurm command may run before it is killed, unless configured otherwise
+/// (`gangplan slurm plan --slurm-timeout`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Runs the real Slurm client programs (`squeue`, `sinfo`, `scontrol`) found on `PATH`, with
-/// the caller's environment (`SLURM_CONF` selects the cluster).
-#[derive(Debug, Clone, Default)]
-pub struct RealSlurm;
+/// the caller's environment (`SLURM_CONF` selects the cluster). Every call has a deadline: a
+/// command still running after `timeout` (a controller that accepts connections but never
+/// answers, a hung NFS mount under the client) is killed and the call fails with
+/// [`SlurmError::Timeout`].
+#[derive(Debug, Clone)]
+pub struct RealSlurm {
+    /// The deadline of each command.
+    pub timeout: Duration,
+}
+
+impl Default for RealSlurm {
+    fn default() -> Self {
+        RealSlurm {
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl RealSlurm {
+    /// A runner whose commands are killed after `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        RealSlurm { timeout }
+    }
+}
+
+/// Read a child's pipe to the end on a thread of its own, so a full pipe never blocks the
+/// child and the deadline is watched while it writes.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// Wait for `child` until `deadline`; `None` when it was still running (it is killed then).
+fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Option<ExitStatus>> {
+    let mut pause = Duration::from_millis(2);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
 
 impl SlurmCli for RealSlurm {
     fn run(&self, program: &str, args: &[String]) -> Result<String, SlurmError> {
-        let out = Command::new(program)
+        let spawn_error = |source| SlurmError::Spawn {
+            program: program.to_string(),
+            source,
+        };
+        let deadline = Instant::now() + self.timeout;
+        let mut child = Command::new(program)
             .args(args)
-            .output()
-            .map_err(|source| SlurmError::Spawn {
-                program: program.to_string(),
-                source,
-            })?;
-        if !out.status.success() {
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        let Some(status) = wait_until(&mut child, deadline).map_err(spawn_error)? else {
+            return Err(SlurmError::Timeout {
+                command: command_line(program, args),
+                seconds: self.timeout.as_secs_f64(),
+            });
+        };
+        // A grandchild may keep a pipe open after the child exited: wait a little, no more.
+        let grace = Duration::from_secs(1);
+        let stdout = out.recv_timeout(grace).unwrap_or_default();
+        let stderr = err.recv_timeout(grace).unwrap_or_default();
+        if !status.success() {
             return Err(SlurmError::Command {
                 command: command_line(program, args),
-                status: out.status.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                status: status.to_string(),
+                stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
             });
         }
-        String::from_utf8(out.stdout).map_err(|e| SlurmError::Parse {
+        String::from_utf8(stdout).map_err(|e| SlurmError::Parse {
             what: command_line(program, args),
             message: format!("output is not UTF-8: {e}"),
         })
@@ -105,9 +182,28 @@ mod tests {
 
     #[test]
     fn missing_program_is_a_spawn_error() {
-        let e = RealSlurm
+        let e = RealSlurm::default()
             .run("gangplan-no-such-program", &["x".into()])
             .unwrap_err();
         assert!(matches!(e, SlurmError::Spawn { .. }));
+    }
+
+    #[test]
+    fn a_command_past_its_deadline_is_killed() {
+        let started = Instant::now();
+        let e = RealSlurm::new(Duration::from_millis(300))
+            .run("sleep", &["30".into()])
+            .unwrap_err();
+        assert!(matches!(e, SlurmError::Timeout { .. }), "{e}");
+        assert!(e.to_string().contains("sleep 30"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn output_and_failures_of_a_quick_command() {
+        let cli = RealSlurm::default();
+        assert_eq!(cli.run("echo", &["hi".into()]).unwrap(), "hi\n");
+        let e = cli.run("false", &[]).unwrap_err();
+        assert!(matches!(e, SlurmError::Command { .. }), "{e}");
     }
 }

@@ -12,11 +12,16 @@
 //!   reserved as running (non-preemptible) on the nodes they were pinned to.
 //! - **Priority**: Slurm writes 0 as the priority of every held job (a hold *is* priority 0),
 //!   so its number cannot rank gangs. The rank key is (PriorityTier of the job's partition,
-//!   then lower `nice` first); the distinct keys of the round, sorted, are numbered 0, 1, 2...
-//!   (dense ranks): deterministic, small, and the same for running and held jobs.
-//! - **Tenant**: the job's account (`default` when empty); every tenant has weight 1.
-//! - **Preemptible**: a running job whose `--comment` holds the word `preemptible`, or that
-//!   runs in a partition named by `--preemptible-partition`.
+//!   then its QOS priority (0 without slurmdbd), then lower `nice` first); the distinct keys
+//!   of the round, sorted, are numbered 0, 1, 2... (dense ranks): deterministic, small, and
+//!   the same for running and held jobs.
+//! - **Tenant**: the job's account (`default` when empty); its weight is 1 without slurmdbd,
+//!   and with it the fair-share weight of [`super::site`] (1 for an account `sshare` omits).
+//! - **Preemptible**: a running job in a partition named by `--preemptible-partition`; without
+//!   slurmdbd also one whose `--comment` holds the word `preemptible`; with slurmdbd instead
+//!   one that the controller's own rule lets be preempted (`preempt/qos`: another QOS lists
+//!   its QOS in `Preempt`; `preempt/partition_prio`: a partition of higher tier holds one of
+//!   its nodes and its partition's `PreemptMode` is not `OFF`).
 
 use super::cli::{check_job_id, check_node_name};
 use super::parse::{gpu_gres, SlurmJob, Snapshot};
@@ -48,6 +53,17 @@ pub struct HeldJob {
     /// Whether a begin time must be cleared on release (the job was requeued, or its
     /// eligible time lies in the future).
     pub clear_begin: bool,
+    /// Its admin comment now (gangplan writes its reason there, see [`NOTE_PREFIX`]).
+    pub admin_comment: String,
+}
+
+/// How gangplan's notes in a job's admin comment begin. gangplan overwrites or clears an
+/// admin comment only when it is empty or begins so: operators' own comments stay.
+pub const NOTE_PREFIX: &str = "gangplan:";
+
+/// Whether gangplan may write a job's admin comment (empty, or one of gangplan's notes).
+pub fn note_is_ours(admin_comment: &str) -> bool {
+    admin_comment.is_empty() || admin_comment.starts_with(NOTE_PREFIX)
 }
 
 /// The round read from Slurm.
@@ -65,6 +81,8 @@ pub struct SlurmRound {
     pub in_flight: Vec<String>,
     /// Every node name of the cluster (for `ExcNodeList`).
     pub all_nodes: Vec<String>,
+    /// Running jobs whose admin comment still holds a gangplan note (to clear).
+    pub noted_running: Vec<String>,
 }
 
 const HOLDING_STATES: &[&str] = &["RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED"];
@@ -82,14 +100,36 @@ fn tenant_of(job: &SlurmJob) -> String {
     }
 }
 
-fn is_preemptible(job: &SlurmJob, conv: &Conventions) -> bool {
-    job.comment
-        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
-        .any(|w| w.eq_ignore_ascii_case(PREEMPTIBLE_WORD))
-        || job
-            .partition
-            .split(',')
-            .any(|p| conv.preemptible_partitions.contains(p))
+fn is_preemptible(job: &SlurmJob, conv: &Conventions, snap: &Snapshot) -> bool {
+    let listed = job
+        .partition
+        .split(',')
+        .any(|p| conv.preemptible_partitions.contains(p));
+    if !snap.site.from_accounting {
+        return listed
+            || job
+                .comment
+                .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+                .any(|w| w.eq_ignore_ascii_case(PREEMPTIBLE_WORD));
+    }
+    listed
+        || snap.site.qos_preemptible(&job.qos)
+        || (snap.site.partition_preemption() && below_a_tier_on_its_nodes(job, snap))
+}
+
+/// Slurm's `preempt/partition_prio` rule: a job whose partition (not `PreemptMode=OFF`) has a
+/// lower `PriorityTier` than another partition holding one of its nodes.
+fn below_a_tier_on_its_nodes(job: &SlurmJob, snap: &Snapshot) -> bool {
+    let Some(own) = snap
+        .partitions
+        .get(job.partition.split(',').next().unwrap_or(""))
+    else {
+        return false;
+    };
+    own.preempt_mode != "OFF"
+        && snap.partitions.values().any(|p| {
+            p.priority_tier > own.priority_tier && job.nodes.iter().any(|n| p.nodes.contains(n))
+        })
 }
 
 /// The gang shape of a held job: (gpus, gpus_per_node, gpu type), or why it is not planned.
@@ -187,13 +227,14 @@ pub fn build_round(
             .max()
             .unwrap_or(1)
     };
-    let key = |job: &SlurmJob| (tier(job), -job.nice);
+    let key = |job: &SlurmJob| (tier(job), snap.site.qos_priority(&job.qos), -job.nice);
     let relevant = |j: &SlurmJob| {
         HOLDING_STATES.contains(&j.state.as_str())
             || j.is_held()
             || (j.state == "PENDING" && released.contains_key(&j.id.to_string()))
     };
-    let keys: BTreeSet<(i64, i64)> = snap.jobs.iter().filter(|j| relevant(j)).map(key).collect();
+    let keys: BTreeSet<(i64, i64, i64)> =
+        snap.jobs.iter().filter(|j| relevant(j)).map(key).collect();
     let rank = |job: &SlurmJob| keys.iter().position(|k| *k == key(job)).unwrap_or(0) as i64;
 
     let mut claimed: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
@@ -254,7 +295,7 @@ pub fn build_round(
             id,
             tenant: Some(tenant),
             priority: rank(job),
-            preemptible: job.state == "RUNNING" && is_preemptible(job, conv),
+            preemptible: job.state == "RUNNING" && is_preemptible(job, conv, snap),
             gpus,
             ..Default::default()
         });
@@ -334,6 +375,7 @@ pub fn build_round(
                     HeldJob {
                         node_count: job.node_count,
                         clear_begin: job.restart_cnt > 0 || job.eligible_time > snap.now,
+                        admin_comment: job.admin_comment.clone(),
                     },
                 );
             }
@@ -347,8 +389,8 @@ pub fn build_round(
             tenants
                 .into_iter()
                 .map(|name| RawTenant {
+                    weight: snap.site.tenant_weight(&name).unwrap_or(1.0),
                     name,
-                    weight: 1.0,
                     quota: None,
                 })
                 .collect()
@@ -357,6 +399,13 @@ pub fn build_round(
         pending,
         policy: conv.policy.clone(),
     };
+    let noted_running = snap
+        .jobs
+        .iter()
+        .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
+        .filter(|j| j.admin_comment.starts_with(NOTE_PREFIX))
+        .map(|j| j.id.to_string())
+        .collect();
     Ok(SlurmRound {
         raw,
         held,
@@ -364,6 +413,7 @@ pub fn build_round(
         running: running_ids,
         in_flight,
         all_nodes,
+        noted_running,
     })
 }
 

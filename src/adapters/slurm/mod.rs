@@ -8,7 +8,8 @@
 //!   `scontrol -o show partition`, GRES strings.
 //! - [`convert`]: a [`Snapshot`] of the cluster -> an instance, with the documented
 //!   conventions (priority ranks, tenants, preemptible jobs; see docs/slurm.md).
-//! - [`apply`]: a plan -> Slurm actions (requeue-hold, pin, release), run one by one.
+//! - [`apply`]: a plan -> Slurm actions (requeue-hold, pin, release, reasons), run one by one.
+//! - [`site`]: the site's policy from Slurm's accounting (fair-share, QOS, preemption rule).
 //!
 //! [`RawInstance`]: crate::instance::raw::RawInstance
 
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod convert;
 pub mod hostlist;
 pub mod parse;
+pub mod site;
 
 pub use apply::{plan_actions, Action};
 pub use cli::{RealSlurm, SlurmCli};
@@ -46,6 +48,15 @@ pub enum SlurmError {
         status: String,
         /// What it printed on stderr (trimmed).
         stderr: String,
+    },
+    /// A Slurm command ran past its deadline and was killed. Whether a change it carried went
+    /// through is unknown: the next round reads the cluster and finds out.
+    #[error("`{command}` did not answer within {seconds} s and was killed (--slurm-timeout)")]
+    Timeout {
+        /// The command line, for the log.
+        command: String,
+        /// The deadline, seconds.
+        seconds: f64,
     },
     /// Slurm's output could not be understood.
     #[error("cannot read the output of `{what}`: {message}")]

@@ -5,6 +5,7 @@
 
 use super::cli::SlurmCli;
 use super::hostlist;
+use super::site::SitePolicy;
 use super::SlurmError;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -29,6 +30,8 @@ pub struct SlurmJob {
     pub nice: i64,
     /// Comment (`--comment`).
     pub comment: String,
+    /// Admin comment (set by operators; gangplan writes held jobs' reasons there).
+    pub admin_comment: String,
     /// QOS.
     pub qos: String,
     /// Nodes asked for (`-N`).
@@ -107,6 +110,8 @@ pub struct Partition {
     pub priority_tier: i64,
     /// Nodes of the partition.
     pub nodes: Vec<String>,
+    /// `PreemptMode` (`OFF`: its jobs are never preempted), upper case.
+    pub preempt_mode: String,
 }
 
 /// Where a node sits in the switch tree.
@@ -131,10 +136,13 @@ pub struct Snapshot {
     pub places: BTreeMap<String, Place>,
     /// When the snapshot was taken (Unix seconds).
     pub now: i64,
+    /// The site's policy (fair-share, QOS, preemption rule), from slurmdbd where it runs.
+    pub site: SitePolicy,
 }
 
 impl Snapshot {
-    /// Read the cluster through `cli`: four read-only commands.
+    /// Read the cluster through `cli`: four read-only commands, then the site's policy
+    /// (`scontrol show config`, and `sshare`, `sacctmgr show qos` where slurmdbd runs).
     pub fn read(cli: &dyn SlurmCli, now: i64) -> Result<Snapshot, SlurmError> {
         let squeue = cli.run("squeue", &["--json".into()])?;
         let sinfo = cli.run("sinfo", &["--json".into()])?;
@@ -152,6 +160,7 @@ impl Snapshot {
             partitions: parse_partitions(&parts)?,
             places: parse_topology(&topo)?,
             now,
+            site: SitePolicy::read(cli),
         })
     }
 }
@@ -246,6 +255,7 @@ pub fn parse_squeue(s: &str) -> Result<Vec<SlurmJob>, SlurmError> {
             partition: text(&j["partition"]),
             nice: num(&j["nice"]).unwrap_or(0),
             comment: text(&j["comment"]),
+            admin_comment: text(&j["admin_comment"]),
             qos: text(&j["qos"]),
             node_count: num(&j["node_count"]).unwrap_or(1).clamp(1, u32::MAX as i64) as u32,
             tres_per_node: text(&j["tres_per_node"]),
@@ -312,6 +322,11 @@ pub fn parse_partitions(s: &str) -> Result<BTreeMap<String, Partition>, SlurmErr
             Partition {
                 priority_tier,
                 nodes,
+                preempt_mode: f
+                    .get("PreemptMode")
+                    .copied()
+                    .unwrap_or_default()
+                    .to_ascii_uppercase(),
             },
         );
     }
