@@ -377,3 +377,112 @@ fn replay_progress_only_grows() {
     }
     assert_eq!(seen.last().unwrap().0, t.jobs.len() as u64, "{seen:?}");
 }
+
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("instances/traces")
+        .join(name)
+}
+
+fn temp_csv(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gangplan-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn philly_reads_datetime_timestamps_as_in_the_pollux_artifact() {
+    let dt = trace::philly_jobs(
+        &shipped("philly_layout_datetime_from_tiresias_60_job.csv"),
+        None,
+    )
+    .unwrap();
+    let num = trace::philly_jobs(&shipped("philly_layout_from_tiresias_60_job.csv"), None).unwrap();
+    assert_eq!(dt.len(), 60);
+    // The same jobs, submit times written as dates or as seconds: the same relative times.
+    let submits = |v: &[trace::TraceJob]| v.iter().map(|j| j.submit).collect::<Vec<_>>();
+    assert_eq!(submits(&dt), submits(&num));
+    assert_eq!(dt[1].submit, 30.0);
+    assert_eq!((dt[1].gpus, dt[1].duration), (8, Some(147.0)));
+    // Absolute value: 2017-10-09 07:01:55 UTC is 1507532515 s after the epoch, and a date
+    // across a month end and a leap day counts the right days.
+    let p = temp_csv(
+        "philly_dates.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n\
+         2017-10-09 07:01:55,10,1,10,a\n2020-03-01T00:00:00,10,1,10,a\n1507532515,5,2,10,b\n",
+    );
+    let j = trace::philly_jobs(&p, None).unwrap();
+    assert_eq!(
+        j.iter().map(|j| j.submit).collect::<Vec<_>>(),
+        [0.0, 0.0, 75_488_285.0]
+    );
+}
+
+#[test]
+fn philly_refuses_absurd_timestamps_and_long_rows_with_their_cell() {
+    let cases = [
+        ("ts_huge.csv", "1e308", "ts_huge.csv:3:1"),
+        ("ts_inf.csv", "inf", "ts_inf.csv:3:1"),
+        ("ts_neg.csv", "-5", "ts_neg.csv:3:1"),
+        ("ts_month.csv", "2017-13-01 00:00:00", "ts_month.csv:3:1"),
+        ("ts_feb.csv", "2017-02-29 00:00:00", "ts_feb.csv:3:1"),
+        ("ts_word.csv", "yesterday", "ts_word.csv:3:1"),
+    ];
+    for (file, ts, needle) in cases {
+        let p = temp_csv(
+            file,
+            &format!("timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a\n{ts},10,1,10,a\n"),
+        );
+        let e = trace::philly_jobs(&p, None).unwrap_err().to_string();
+        assert!(e.contains(needle), "{ts}: expected {needle} in {e}");
+        assert!(e.contains("1e10"), "the bound is named: {e}");
+    }
+    let p = temp_csv(
+        "long_row.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a\n5,10,1,10,a,x,y\n",
+    );
+    let e = trace::philly_jobs(&p, None).unwrap_err().to_string();
+    assert!(e.contains("long_row.csv:3:6"), "{e}");
+    assert!(e.contains("7 cells") && e.contains("5 columns"), "{e}");
+    let p = temp_csv(
+        "dur_huge.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,1e308,1,10,a\n",
+    );
+    let e = trace::philly_jobs(&p, None).unwrap_err().to_string();
+    assert!(e.contains("dur_huge.csv:2:2"), "{e}");
+    // The CLI: exit 2 with the location.
+    let p = temp_csv(
+        "cli_huge.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a\n1e308,10,1,10,a\n",
+    );
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "philly",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "cli_huge.csv:3:1",
+    );
+    let p = temp_csv(
+        "cli_long.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a,b,c\n",
+    );
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "philly",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "cli_long.csv:2:6",
+    );
+}
