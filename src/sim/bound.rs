@@ -77,7 +77,7 @@ fn per_node(t: &TypeKey, c: &ClassKey) -> u64 {
     } else {
         gpus / *g as u64
     };
-    let by = |have: u64, need: u64| if need == 0 { u64::MAX } else { have / need };
+    let by = |have: u64, need: u64| have.checked_div(need).unwrap_or(u64::MAX);
     by_gpu.min(by(*ccpu, *cpu)).min(by(*cmem, *mem))
 }
 

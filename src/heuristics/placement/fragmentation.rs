@@ -23,12 +23,15 @@ use crate::round_state::RoundState;
 use crate::state::resource_share;
 use crate::units::{MILLI_PER_GPU, TOLERANCE};
 
+/// The best option so far: (score, tie key led by the node's rank, the option).
+type Best<K, V> = Option<(f64, (u64, K), V)>;
+
 /// Keep `cand` when it beats `best`: smaller growth of fragmentation (by more than
 /// [`TOLERANCE`]), then smaller tie key. With the distribution's `artifact_ties`, the growth
 /// is first turned into the FGD artifact's integer score and the key led by the node's rank
 /// in the artifact-style random node order, so node choices are the artifact's.
 fn offer<K: Ord + Copy, V>(
-    best: &mut Option<(f64, (u64, K), V)>,
+    best: &mut Best<K, V>,
     dist: &TaskDist,
     node: NodeIx,
     delta: f64,
@@ -89,7 +92,7 @@ pub fn single_node(
     let cpu = resource_share(job.cpu_milli, g, g);
     let mem = resource_share(job.memory_mib, g, g);
     let full = vec![MILLI_PER_GPU; g as usize];
-    let mut best: Option<(f64, (u64, (bool, u32, NodeIx)), NodeIx)> = None;
+    let mut best: Best<(bool, u32, NodeIx), NodeIx> = None;
     for n in 0..state.inst.nodes.len() {
         if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
             continue;
@@ -125,7 +128,7 @@ pub fn sharer(
     // Tie key: (fresh, milli left on the GPU, node empty, free GPUs on the node, node, GPU
     // order) where GPU order prefers the lowest index on a shared GPU, the highest on a fresh.
     type Key = (bool, u32, bool, u32, NodeIx, u32);
-    let mut best: Option<(f64, (u64, Key), (NodeIx, u32))> = None;
+    let mut best: Best<Key, (NodeIx, u32)> = None;
     let mut deltas: Vec<(u32, f64)> = Vec::new();
     for (n, node) in state.inst.nodes.iter().enumerate() {
         if !mask.get(state.node_type[n]).copied().unwrap_or(false)
@@ -167,7 +170,7 @@ pub fn sharer(
 /// The node for a CPU-only job: least growth of fragmentation, then in use before empty,
 /// least CPU left, lowest index.
 pub fn cpu_only(state: &RoundState, job: &PendingJob, dist: &TaskDist) -> Option<GpuSet> {
-    let mut best: Option<(f64, (u64, (bool, i64, NodeIx)), NodeIx)> = None;
+    let mut best: Best<(bool, i64, NodeIx), NodeIx> = None;
     for n in 0..state.inst.nodes.len() {
         if !state.fits_resources(n, job, 0) {
             continue;
