@@ -23,12 +23,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TRACES=${TRACES:-/work/shared/traces}
-SEEDS=${SEEDS:-42-51}
-ILP_SEEDS=${ILP_SEEDS:-42-43}
-CUT_SEEDS=${CUT_SEEDS:-42-51}
-WORKLOADS=${WORKLOADS:-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
-ILP_WORKLOADS=${ILP_WORKLOADS:-default}
-POLLUX=${POLLUX:-"1 2 3"}
+SEEDS=${SEEDS-42-51}
+ILP_SEEDS=${ILP_SEEDS-42-43}
+CUT_SEEDS=${CUT_SEEDS-42-51}
+WORKLOADS=${WORKLOADS-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
+ILP_WORKLOADS=${ILP_WORKLOADS-default}
+POLLUX=${POLLUX-"1 2 3"}
 OUT=${OUT:-docs/results/research}
 G=${G:-target/release/gangplan}
 A=$TRACES/alibaba-gpu-v2023
