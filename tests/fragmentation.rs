@@ -242,3 +242,41 @@ fn gpu_weighting_scales_shares_by_gpu_demand() {
         assert!((a - b).abs() < 1e-12, "{shares:?}");
     }
 }
+
+/// The per-node MIP prices the fragmentation a placement causes: on WHOLE with a workload of
+/// 3-GPU tasks, job j on node b grows b's fragmentation by 2000 milli (3 free -> 2, which no
+/// task can use) and on a by 0 (4 -> 3). The MIP's objective at the two placements differs
+/// from the plan objective's difference by exactly the fragmentation cost of 2000 milli.
+#[test]
+fn the_mip_prices_the_fragmentation_a_placement_causes() {
+    use gangplan::assignment::Assignment;
+    use gangplan::model::{self, fragmentation::FRAG_COST_PER_MILLI};
+    use gangplan::objective::evaluate;
+    let priced = |yaml: &str| {
+        let inst = parse(yaml);
+        let topo = Topology::new(&inst);
+        let m = model::build(&inst, &topo);
+        let at = |node: usize, gpu: u32| {
+            let a = Assignment {
+                placed: [(0, [(node, vec![gpu])].into_iter().collect())].into(),
+                preempted: Vec::new(),
+            };
+            let (bad, mip) = m.check(&model::start::start_values(&inst, &topo, &m, &a));
+            assert!(bad.is_empty(), "{bad:?}");
+            (mip, evaluate(&inst, &topo, &a).total())
+        };
+        let ((mip_a, eval_a), (mip_b, eval_b)) = (at(0, 4), at(1, 5));
+        (mip_b - mip_a) - (eval_b - eval_a)
+    };
+    let plain = priced(WHOLE);
+    assert!(
+        plain.abs() < 1e-9,
+        "no distribution, no fragmentation cost: {plain}"
+    );
+    let yaml = format!("{WHOLE}policy:\n  task_distribution:\n    - {{gpus: 3, share: 1}}\n");
+    let with = priced(&yaml);
+    assert!(
+        (with + FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
+        "node b costs 2000 milli of fragment more than node a: {with}"
+    );
+}

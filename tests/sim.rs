@@ -218,7 +218,16 @@ fn check_ranges(r: &Report, fill: bool) {
     }
     if fill {
         assert!(m.avg_jct_s.is_none() && m.makespan_s.is_none());
+        let b = m
+            .offline_upper_bound
+            .expect("fill reports offline_upper_bound");
+        assert!(
+            b + 1e-9 >= m.gpu_allocation_ratio && b <= 1.0,
+            "bound {b} below the allocation {}",
+            m.gpu_allocation_ratio
+        );
     } else {
+        assert!(m.offline_upper_bound.is_none());
         let (a, p50, p99, mk) = (
             m.avg_jct_s.unwrap(),
             m.p50_jct_s.unwrap(),
@@ -376,4 +385,200 @@ fn replay_progress_only_grows() {
         );
     }
     assert_eq!(seen.last().unwrap().0, t.jobs.len() as u64, "{seen:?}");
+}
+
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("instances/traces")
+        .join(name)
+}
+
+fn temp_csv(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gangplan-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn philly_reads_datetime_timestamps_as_in_the_pollux_artifact() {
+    let dt = trace::philly_jobs(
+        &shipped("philly_layout_datetime_from_tiresias_60_job.csv"),
+        None,
+    )
+    .unwrap();
+    let num = trace::philly_jobs(&shipped("philly_layout_from_tiresias_60_job.csv"), None).unwrap();
+    assert_eq!(dt.len(), 60);
+    // The same jobs, submit times written as dates or as seconds: the same relative times.
+    let submits = |v: &[trace::TraceJob]| v.iter().map(|j| j.submit).collect::<Vec<_>>();
+    assert_eq!(submits(&dt), submits(&num));
+    assert_eq!(dt[1].submit, 30.0);
+    assert_eq!((dt[1].gpus, dt[1].duration), (8, Some(147.0)));
+    // Absolute value: 2017-10-09 07:01:55 UTC is 1507532515 s after the epoch, and a date
+    // across a month end and a leap day counts the right days.
+    let p = temp_csv(
+        "philly_dates.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n\
+         2017-10-09 07:01:55,10,1,10,a\n2020-03-01T00:00:00,10,1,10,a\n1507532515,5,2,10,b\n",
+    );
+    let j = trace::philly_jobs(&p, None).unwrap();
+    assert_eq!(
+        j.iter().map(|j| j.submit).collect::<Vec<_>>(),
+        [0.0, 0.0, 75_488_285.0]
+    );
+}
+
+#[test]
+fn philly_refuses_absurd_timestamps_and_long_rows_with_their_cell() {
+    let cases = [
+        ("ts_huge.csv", "1e308", "ts_huge.csv:3:1"),
+        ("ts_inf.csv", "inf", "ts_inf.csv:3:1"),
+        ("ts_neg.csv", "-5", "ts_neg.csv:3:1"),
+        ("ts_month.csv", "2017-13-01 00:00:00", "ts_month.csv:3:1"),
+        ("ts_feb.csv", "2017-02-29 00:00:00", "ts_feb.csv:3:1"),
+        ("ts_word.csv", "yesterday", "ts_word.csv:3:1"),
+    ];
+    for (file, ts, needle) in cases {
+        let p = temp_csv(
+            file,
+            &format!("timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a\n{ts},10,1,10,a\n"),
+        );
+        let e = trace::philly_jobs(&p, None).unwrap_err().to_string();
+        assert!(e.contains(needle), "{ts}: expected {needle} in {e}");
+        assert!(e.contains("1e10"), "the bound is named: {e}");
+    }
+    let p = temp_csv(
+        "long_row.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a\n5,10,1,10,a,x,y\n",
+    );
+    let e = trace::philly_jobs(&p, None).unwrap_err().to_string();
+    assert!(e.contains("long_row.csv:3:6"), "{e}");
+    assert!(e.contains("7 cells") && e.contains("5 columns"), "{e}");
+    let p = temp_csv(
+        "dur_huge.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,1e308,1,10,a\n",
+    );
+    let e = trace::philly_jobs(&p, None).unwrap_err().to_string();
+    assert!(e.contains("dur_huge.csv:2:2"), "{e}");
+    // The CLI: exit 2 with the location.
+    let p = temp_csv(
+        "cli_huge.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a\n1e308,10,1,10,a\n",
+    );
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "philly",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "cli_huge.csv:3:1",
+    );
+    let p = temp_csv(
+        "cli_long.csv",
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,10,1,10,a,b,c\n",
+    );
+    expect_located(
+        &[
+            "simulate",
+            "--trace",
+            "philly",
+            "--jobs",
+            p.to_str().unwrap(),
+            "--planner",
+            "fifo",
+        ],
+        "cli_long.csv:2:6",
+    );
+}
+
+fn node(name: &str, gpus: u64, ty: &str, cpu: u64) -> gangplan::instance::raw::RawNode {
+    gangplan::instance::raw::RawNode {
+        name: name.into(),
+        gpus: Some(gpus),
+        gpu_type: Some(ty.into()),
+        cpu_milli: Some(cpu),
+        memory_mib: Some(1 << 20),
+        ..Default::default()
+    }
+}
+
+fn pod(id: &str, gpus: u32, milli: Option<u32>, cpu: u64) -> trace::TraceJob {
+    trace::TraceJob {
+        gpu_milli: milli,
+        cpu_milli: cpu,
+        ..trace::TraceJob::whole_gpus(id.into(), 0.0, None, gpus)
+    }
+}
+
+#[test]
+fn offline_bound_counts_per_node_fit_and_gpu_exclusive_sharers() {
+    use gangplan::sim::bound::offline_upper_bound;
+    // Two 1-GPU nodes (2000 milli). Pods: an 8-GPU pod (fits no node), three sharers of 600
+    // milli (each needs a GPU of its own: at most two), a whole GPU that needs more CPU than a
+    // node has.
+    let t = Trace {
+        name: "bound".into(),
+        nodes: vec![node("a", 1, "T4", 8000), node("b", 1, "T4", 8000)],
+        jobs: vec![
+            pod("big", 8, None, 0),
+            pod("s1", 1, Some(600), 0),
+            pod("s2", 1, Some(600), 0),
+            pod("s3", 1, Some(600), 0),
+            pod("cpu-heavy", 1, None, 9000),
+        ],
+    };
+    let b = offline_upper_bound(&t, &[0, 1, 2, 3, 4]).unwrap();
+    assert!(
+        (b - 0.6).abs() < 1e-9,
+        "two 600-milli sharers of 2000 milli: {b}"
+    );
+    // Sharers of 400 pack two per GPU: 4 x 400 = 1600 of 2000.
+    let t2 = Trace {
+        jobs: (0..5)
+            .map(|i| pod(&format!("q{i}"), 1, Some(400), 0))
+            .collect(),
+        ..t.clone()
+    };
+    let b2 = offline_upper_bound(&t2, &[0, 1, 2, 3, 4]).unwrap();
+    assert!((b2 - 0.8).abs() < 1e-9, "{b2}");
+    // A GPU-type constraint no node meets: nothing can be placed.
+    let mut j = pod("typed", 1, None, 0);
+    j.gpu_types = Some(vec!["A100".into()]);
+    let t3 = Trace {
+        jobs: vec![j],
+        ..t.clone()
+    };
+    assert_eq!(offline_upper_bound(&t3, &[0]).unwrap(), 0.0);
+}
+
+#[test]
+fn fgd_scores_like_the_artifact_and_measures_against_its_typical_pods() {
+    use gangplan::heuristics::fgd::artifact_score;
+    use gangplan::sim::engine::typical_pods;
+    // floor(100 sigmoid(-growth / 1000)): no change 50, a whole GPU less fragment 73.
+    assert_eq!(artifact_score(0.0), 50);
+    assert_eq!(artifact_score(-1000.0), 73);
+    assert_eq!(artifact_score(1000.0), 26);
+    assert_eq!(artifact_score(-1e9), 100);
+    // Typical pods keep CPU-only types and stop at 95% of the pods, most frequent first.
+    let mut jobs: Vec<trace::TraceJob> = (0..60)
+        .map(|i| pod(&format!("a{i}"), 1, None, 1000))
+        .collect();
+    jobs.extend((0..36).map(|i| pod(&format!("c{i}"), 0, None, 2000)));
+    jobs.extend((0..4).map(|i| pod(&format!("r{i}"), 2, None, 4000)));
+    let t = Trace {
+        name: "typ".into(),
+        nodes: vec![node("a", 8, "T4", 96000)],
+        jobs,
+    };
+    let d = typical_pods(&t);
+    assert_eq!(d.types.len(), 2, "60 + 36 of 100 reach 95%: {:?}", d.types);
+    assert_eq!(d.types[0].0.gpus, 1);
+    assert_eq!(d.types[1].0.gpus, 0, "CPU-only pods are typical pods");
+    assert!((d.types[0].1 - 0.625).abs() < 1e-12 && (d.types[1].1 - 0.375).abs() < 1e-12);
 }

@@ -3,7 +3,7 @@
 use super::{exit, Failure};
 use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
-use gangplan::sim::engine::{simulate, trace_dist, Protocol, SimConfig};
+use gangplan::sim::engine::{simulate, trace_dist, typical_pods, Protocol, SimConfig};
 use gangplan::sim::planners::{PlannerName, RoundPlanner, NAMES};
 use gangplan::sim::trace::{self, Trace};
 use gangplan::sim::Report;
@@ -106,6 +106,10 @@ pub struct TraceArgs {
     /// popularity, the default) or by their GPU demand (gpus).
     #[arg(long, value_enum, default_value_t = DistWeightArg::Tasks)]
     pub task_dist_weight: DistWeightArg,
+    /// greedy, ilp: score node choices as the FGD artifact does (integer score, ties to a
+    /// random node order drawn from --seed) instead of by exact growth with best-fit ties.
+    #[arg(long)]
+    pub artifact_score: bool,
 }
 
 /// Weighting of the task distribution given to the greedy and the ILP.
@@ -223,6 +227,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         round_time_limit: a.round_time_limit,
         max_rounds: a.max_rounds,
         planner_task_dist: !a.no_task_dist,
+        planner_artifact_score: a.artifact_score,
         planner_dist_weight: match a.task_dist_weight {
             DistWeightArg::Gpus => gangplan::sim::engine::DistWeight::Gpus,
             DistWeightArg::Tasks => gangplan::sim::engine::DistWeight::Tasks,
@@ -267,7 +272,12 @@ pub fn run_one(
     label: &str,
 ) -> Result<Report, Failure> {
     let lib = ModelLibrary::builtin();
-    let dist = trace_dist(trace);
+    // FGD measures against the artifact's typical pods; the others get the trace's GPU tasks.
+    let dist = if name == PlannerName::Fgd {
+        typical_pods(trace)
+    } else {
+        trace_dist(trace)
+    };
     let f = match formulation {
         FormulationArg::Auto => Formulation::Auto,
         FormulationArg::PerNode => Formulation::PerNode,

@@ -53,13 +53,39 @@ impl TaskType {
 pub struct TaskDist {
     /// Types and frequencies.
     pub types: Vec<(TaskType, f64)>,
+    /// Score node choices as the FGD artifact does ([`artifact_score`], ties to the first
+    /// node of a random node order drawn from this seed, [`artifact_rank`]); `None`: exact
+    /// growth, ties by the caller's key.
+    pub artifact_ties: Option<u64>,
     memo: FragMemo,
 }
 
 impl Clone for TaskDist {
     fn clone(&self) -> Self {
-        TaskDist::new(self.types.clone())
+        TaskDist {
+            artifact_ties: self.artifact_ties,
+            ..TaskDist::new(self.types.clone())
+        }
     }
+}
+
+/// The FGD artifact's integer node score for a fragmentation growth (milli GPUs):
+/// `floor(100 * sigmoid(-growth / 1000))` (`fgd_score.go`).
+pub fn artifact_score(growth: f64) -> i64 {
+    let x = -growth / 1000.0;
+    (100.0 / (1.0 + (-x).exp())).floor() as i64
+}
+
+/// A node's place in a pseudo-random node order fixed by `seed` (smaller first): splitmix64
+/// of the seed and the node index.
+pub fn artifact_rank(seed: u64, node: usize) -> u64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(node as u64)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 impl PartialEq for TaskDist {
@@ -81,6 +107,7 @@ impl TaskDist {
     pub fn new(types: Vec<(TaskType, f64)>) -> Self {
         TaskDist {
             types,
+            artifact_ties: None,
             memo: FragMemo::default(),
         }
     }
@@ -158,13 +185,17 @@ pub struct NodeFree {
     pub mem: Option<i64>,
 }
 
-/// F_n(m): the free GPU milli on the node that task type m cannot use.
+/// F_n(m): the free GPU milli on the node that task type m cannot use. A CPU-only type uses
+/// no GPU, so all of it (the FGD artifact's "XL"/"XR" cases, both counted as fragment).
 pub fn frag_for(node: &NodeFree, t: &TaskType) -> f64 {
     let total: u32 = node.free.iter().sum();
     if total == 0 {
         return 0.0;
     }
     let all = total as f64;
+    if t.gpus == 0 {
+        return all;
+    }
     if t.gpu_types
         .as_ref()
         .is_some_and(|ts| !ts.contains(&node.gpu_type))

@@ -15,12 +15,14 @@
 //!
 //! The objective (maximised) is the function in [`crate::objective`]: value of started jobs
 //! ([`value`]) minus spread ([`topology`]), preemption ([`preemption`]), fairness
-//! ([`fairness`]) and packing ([`packing`]) costs. Its constant part is kept in
+//! ([`fairness`]), packing ([`packing`]) and, with a task distribution, fragmentation
+//! ([`fragmentation`]) costs. Its constant part is kept in
 //! [`MipModel::constant`] because HiGHS takes none.
 
 pub mod aggregate;
 pub mod capacity;
 pub mod fairness;
+pub mod fragmentation;
 pub mod gang;
 pub mod hard;
 pub mod holdings;
@@ -230,6 +232,7 @@ pub fn build(inst: &Instance, topo: &Topology) -> MipModel {
     value::add(&ctx, &mut m);
     fairness::add(&ctx, &mut m);
     packing::add(&ctx, &mut m);
+    fragmentation::add(&ctx, &mut m);
     m.vars.columns = m
         .problem
         .iter_variables_with_def()

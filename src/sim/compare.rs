@@ -106,6 +106,10 @@ pub struct Row {
     pub solve_max: f64,
     /// Mean wall time of one run, s.
     pub wall_s: f64,
+    /// Fill: the offline upper bound, % of capacity (mean over the runs).
+    pub bound_pct: Option<f64>,
+    /// ILP: rounds whose plan differs from the greedy's (sum), and jobs placed otherwise (sum).
+    pub changed: (u64, u64),
 }
 
 /// Summarise runs; `published` maps FGD policy names to their published mean.
@@ -139,6 +143,11 @@ pub fn summarise(runs: &Runs, published: &BTreeMap<String, (f64, usize)>) -> Vec
                 solve_p50: p50.get(p50.len() / 2).copied().unwrap_or(0.0),
                 solve_max: rs.iter().map(|r| r.metrics.solve_s_max).fold(0.0, f64::max),
                 wall_s: m(&|r| Some(r.info.wall_s)).unwrap_or(0.0),
+                bound_pct: m(&|r| r.metrics.offline_upper_bound).map(|b| 100.0 * b),
+                changed: (
+                    rs.iter().map(|r| r.info.ilp_changed_rounds).sum(),
+                    rs.iter().map(|r| r.info.ilp_changed_jobs).sum(),
+                ),
             }
         })
         .collect()
@@ -148,20 +157,28 @@ pub fn summarise(runs: &Runs, published: &BTreeMap<String, (f64, usize)>) -> Vec
 pub fn markdown(rows: &[Row], fill: bool) -> String {
     let mut s = String::new();
     if fill {
-        s.push_str("| planner | runs | allocated % (mean ± sd) | published % (FGD artifact) | frag. rate % | rounds | ILP fallback rounds | planner s/round p50 | max | wall s/run |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        s.push_str("| planner | runs | allocated % (mean ± sd) | published % (FGD artifact) | offline_upper_bound % | distance to bound, points | frag. rate % | rounds | ILP fallback rounds | ILP rounds changed vs greedy (jobs) | planner s/round p50 | max | wall s/run |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for r in rows {
+            let ilp = r.planner == "ilp";
             s.push_str(&format!(
-                "| {} | {} | {:.2} ± {:.2} | {} | {:.1} | {:.0} | {} | {:.4} | {:.3} | {:.1} |\n",
+                "| {} | {} | {:.2} ± {:.2} | {} | {} | {} | {:.1} | {:.0} | {} | {} | {:.4} | {:.3} | {:.1} |\n",
                 r.planner,
                 r.runs,
                 r.alloc_pct.0,
                 r.alloc_pct.1,
                 r.published_pct
                     .map_or("-".into(), |(v, n)| format!("{v:.2} ({n} seeds)")),
+                fmt_opt(r.bound_pct, 2),
+                fmt_opt(r.bound_pct.map(|b| b - r.alloc_pct.0), 2),
                 r.frag_pct,
                 r.rounds,
-                if r.planner == "ilp" {
+                if ilp {
                     format!("{}/{}", r.fallbacks.0, r.fallbacks.1)
+                } else {
+                    "-".into()
+                },
+                if ilp {
+                    format!("{}/{} ({})", r.changed.0, r.fallbacks.1, r.changed.1)
                 } else {
                     "-".into()
                 },
@@ -197,13 +214,13 @@ pub fn markdown(rows: &[Row], fill: bool) -> String {
 
 /// One CSV row per run.
 pub fn csv(runs: &Runs) -> String {
-    let mut s = String::from("planner,trace,seed,gpu_allocation_ratio,avg_jct_s,p50_jct_s,p99_jct_s,makespan_s,utilization,fragmentation_rate,jain_fairness,preemptions,rounds,solve_s_p50,solve_s_max,ilp_fallback_rounds,wall_s\n");
+    let mut s = String::from("planner,trace,seed,gpu_allocation_ratio,avg_jct_s,p50_jct_s,p99_jct_s,makespan_s,utilization,fragmentation_rate,jain_fairness,preemptions,rounds,solve_s_p50,solve_s_max,ilp_fallback_rounds,wall_s,offline_upper_bound,ilp_changed_rounds,ilp_changed_jobs\n");
     let o = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
     for (_, rs) in runs {
         for r in rs {
             let m = &r.metrics;
             s.push_str(&format!(
-                "{},{},{},{:.6},{},{},{},{},{:.6},{:.6},{:.6},{},{},{:.6},{:.6},{},{:.3}\n",
+                "{},{},{},{:.6},{},{},{},{},{:.6},{:.6},{:.6},{},{},{:.6},{:.6},{},{:.3},{},{},{}\n",
                 r.planner,
                 r.trace.replace(',', ";"),
                 r.seed,
@@ -220,7 +237,11 @@ pub fn csv(runs: &Runs) -> String {
                 m.solve_s_p50,
                 m.solve_s_max,
                 r.info.ilp_fallback_rounds,
-                r.info.wall_s
+                r.info.wall_s,
+                m.offline_upper_bound
+                    .map_or(String::new(), |b| format!("{b:.6}")),
+                r.info.ilp_changed_rounds,
+                r.info.ilp_changed_jobs
             ));
         }
     }

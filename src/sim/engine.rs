@@ -73,6 +73,10 @@ pub struct SimConfig {
     pub planner_task_dist: bool,
     /// How the task types of that distribution are weighted (default: by count, as FGD).
     pub planner_dist_weight: DistWeight,
+    /// Score the greedy's (and the ILP's greedy start's) node choices as the FGD artifact
+    /// does: integer score, ties to a seeded random node order (default false: exact growth,
+    /// best-fit ties).
+    pub planner_artifact_score: bool,
 }
 
 /// How the task types of the distribution given to the greedy and the ILP are weighted.
@@ -111,6 +115,7 @@ impl Default for SimConfig {
             las_thresholds: vec![3600.0, 36_000.0],
             planner_task_dist: true,
             planner_dist_weight: DistWeight::default(),
+            planner_artifact_score: false,
         }
     }
 }
@@ -125,6 +130,50 @@ pub fn trace_dist(trace: &Trace) -> TaskDist {
         memory_mib: 0,
         ..task_type(j)
     }))
+}
+
+/// Share of the tasks the artifact's typical pods cover (`podPopularityThreshold: 95` in its
+/// run scripts, `scripts/generate_config_and_run.py`).
+pub const TYPICAL_POD_COVERAGE: f64 = 0.95;
+
+/// The FGD artifact's typical pods (`GetTypicalPods` in `pkg/utils/frag.go`, with the run
+/// scripts' settings `isInvolvedCpuPods: true`, `podPopularityThreshold: 95`,
+/// `podIncreaseStep: 1`): task types (CPU, GPU count, share per GPU, GPU types; memory is
+/// left out) of every job of the trace, CPU-only ones included, most frequent first (ties: the
+/// larger CPU, share, count, then type name first), kept until they cover
+/// [`TYPICAL_POD_COVERAGE`] of the jobs, renormalised. The `fgd` planner measures
+/// fragmentation against it.
+pub fn typical_pods(trace: &Trace) -> TaskDist {
+    let mut count: BTreeMap<(u64, u32, u32, String), (TaskType, u64)> = BTreeMap::new();
+    for j in &trace.jobs {
+        let t = TaskType {
+            memory_mib: 0,
+            milli_per_gpu: if j.gpus == 0 {
+                0
+            } else {
+                j.gpu_milli.unwrap_or(1000)
+            },
+            ..task_type(j)
+        };
+        let name = t.gpu_types.as_ref().map_or(String::new(), |v| v.join("|"));
+        let key = (t.cpu_milli, t.milli_per_gpu, t.gpus, name);
+        count.entry(key).or_insert((t, 0)).1 += 1;
+    }
+    let total = trace.jobs.len() as f64;
+    let mut v: Vec<_> = count.into_iter().collect();
+    // Decreasing count, then decreasing (CPU, milli, GPUs, type): Go's sort.Reverse of the
+    // artifact's Less.
+    v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(b.0.cmp(&a.0)));
+    let mut kept = Vec::new();
+    let mut covered = 0.0;
+    for (_, (t, c)) in v {
+        if covered >= TYPICAL_POD_COVERAGE * total {
+            break;
+        }
+        covered += c as f64;
+        kept.push((t, c as f64));
+    }
+    TaskDist::from_shares(kept)
 }
 
 fn task_type(j: &TraceJob) -> TaskType {
@@ -176,6 +225,7 @@ struct Sim<'a> {
     dist: Arc<TaskDist>,
     planner_dist: Arc<TaskDist>,
     solve_s: Vec<f64>,
+    changed: Vec<u64>,
     fallbacks: u64,
     reasons: BTreeMap<String, u64>,
     limit_hits: u64,
@@ -312,6 +362,9 @@ impl<'a> Sim<'a> {
             self.limit_hits += 1;
         }
         crate::plan::validate::check_assignment(&inst, &d.assignment)?;
+        if let Some(c) = self.planner.changed_vs_greedy(&inst, &topo, &d.assignment) {
+            self.changed.push(c);
+        }
         Ok((inst, d))
     }
 }
@@ -382,7 +435,9 @@ pub fn simulate(
         t
     });
     let dist = trace_dist(trace);
-    let planner_dist = Arc::new(weighted_dist(&dist, cfg.planner_dist_weight));
+    let mut pd = weighted_dist(&dist, cfg.planner_dist_weight);
+    pd.artifact_ties = cfg.planner_artifact_score.then_some(cfg.seed);
+    let planner_dist = Arc::new(pd);
     let mut sim = Sim {
         planner_dist,
         trace,
@@ -393,6 +448,7 @@ pub fn simulate(
         topo: None,
         dist: Arc::new(dist),
         solve_s: Vec::new(),
+        changed: Vec::new(),
         fallbacks: 0,
         reasons: BTreeMap::new(),
         limit_hits: 0,
@@ -417,6 +473,9 @@ pub fn simulate(
     report.info.ilp_fallback_reasons = sim.reasons.clone();
     report.info.wall_s = started.elapsed().as_secs_f64();
     report.series.solve_s = sim.solve_s.clone();
+    report.info.ilp_changed_rounds = sim.changed.iter().filter(|&&c| c > 0).count() as u64;
+    report.info.ilp_changed_jobs = sim.changed.iter().sum();
+    report.series.ilp_changed = sim.changed.clone();
     Ok(report)
 }
 
@@ -458,6 +517,8 @@ fn fill(sim: &mut Sim<'_>, load: f64, batch: usize, progress: Progress<'_>) -> R
         ));
     }
     let seq = fill_sequence(sim.trace, load, sim.cfg.seed);
+    let submitted: Vec<usize> = seq.iter().map(|s| s.0).collect();
+    let bound = super::bound::offline_upper_bound(sim.trace, &submitted)?;
     let cap = sim.trace.gpus() as f64 * 1000.0;
     let mut running: Vec<Live> = Vec::new();
     let mut asked = 0.0;
@@ -526,6 +587,7 @@ fn fill(sim: &mut Sim<'_>, load: f64, batch: usize, progress: Progress<'_>) -> R
             utilization: ratio,
             fragmentation_rate: frag_rate,
             jain_fairness: jain(&flags),
+            offline_upper_bound: Some(bound),
             ..Default::default()
         },
         info: RunInfo {

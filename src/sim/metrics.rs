@@ -34,6 +34,10 @@ pub struct Metrics {
     pub solve_s_p50: f64,
     /// Longest planner wall time of a round, seconds.
     pub solve_s_max: f64,
+    /// Fill: a proven upper bound on the share of GPU capacity that any placement of the
+    /// submitted pods could allocate ([`super::bound`]); `None` (null) under replay.
+    #[serde(default)]
+    pub offline_upper_bound: Option<f64>,
 }
 
 /// Extra facts of a run (not metrics of the schedule).
@@ -57,6 +61,13 @@ pub struct RunInfo {
     pub ilp_fallback_reasons: std::collections::BTreeMap<String, u64>,
     /// Wall time of the whole run, seconds.
     pub wall_s: f64,
+    /// ILP runs: rounds whose plan differs from the greedy's plan of the same round.
+    #[serde(default)]
+    pub ilp_changed_rounds: u64,
+    /// ILP runs: pending jobs placed otherwise than by the greedy (elsewhere, or placed by
+    /// one and not the other), summed over rounds.
+    #[serde(default)]
+    pub ilp_changed_jobs: u64,
 }
 
 /// Series for plots.
@@ -69,6 +80,9 @@ pub struct Series {
     pub jct_s: Vec<f64>,
     /// Planner wall time per round, seconds.
     pub solve_s: Vec<f64>,
+    /// ILP runs: per round, the pending jobs placed otherwise than by the greedy.
+    #[serde(default)]
+    pub ilp_changed: Vec<u64>,
 }
 
 /// The report file (`--report`).

@@ -1,7 +1,8 @@
 //! Research harness: trace importers ([`trace`]), the event-driven replay ([`engine`]), the
 //! planners it can run ([`planners`]), metrics and reports ([`metrics`]), and comparison
-//! tables and plots ([`compare`]).
+//! tables and plots ([`compare`]), and the offline upper bound of a fill run ([`bound`]).
 
+pub mod bound;
 pub mod compare;
 pub mod engine;
 pub mod metrics;

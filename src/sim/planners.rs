@@ -35,6 +35,8 @@ pub struct RoundPlanner {
     setup: PlannerSetup,
     planner: Box<dyn Planner>,
     time_limit: f64,
+    /// The ILP's reference: the greedy of the same setup, for [`RoundPlanner::changed_vs_greedy`].
+    greedy: Option<Box<dyn Planner>>,
 }
 
 impl RoundPlanner {
@@ -51,9 +53,29 @@ impl RoundPlanner {
         RoundPlanner {
             name,
             planner: name.planner(&setup),
+            greedy: (name == PlannerKind::Ilp).then(|| PlannerKind::Greedy.planner(&setup)),
             setup,
             time_limit,
         }
+    }
+
+    /// ILP only: the pending jobs of the round that `decided` places otherwise than the
+    /// greedy would (on other GPUs, or placed by one and not the other); `None` for the
+    /// other planners.
+    pub fn changed_vs_greedy(
+        &self,
+        inst: &Arc<Instance>,
+        topo: &Arc<Topology>,
+        decided: &Assignment,
+    ) -> Option<u64> {
+        let greedy = self.greedy.as_ref()?;
+        let deadline = Instant::now() + Duration::from_secs_f64(self.time_limit);
+        let g = greedy.plan(&RoundContext::new(inst, topo, deadline));
+        Some(
+            (0..inst.pending.len())
+                .filter(|i| g.placed.get(i) != decided.placed.get(i))
+                .count() as u64,
+        )
     }
 
     /// The ILP's formulation (default: automatic, per-node for small rounds).

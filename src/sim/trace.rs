@@ -129,7 +129,24 @@ impl Csv {
             .into_iter()
             .map(|h| h.trim().trim_start_matches('\u{feff}').to_string())
             .collect();
-        let rows = lines.map(|(i, l)| (i + 1, split_line(l))).collect();
+        let mut rows = Vec::new();
+        for (i, l) in lines {
+            let cells = split_line(l);
+            if cells.len() > header.len() {
+                return Err(located(
+                    file,
+                    i + 1,
+                    header.len() + 1,
+                    "",
+                    &format!(
+                        "the row has {} cells; the header has {} columns",
+                        cells.len(),
+                        header.len()
+                    ),
+                ));
+            }
+            rows.push((i + 1, cells));
+        }
         Ok(Csv {
             file: file.to_string(),
             header,
@@ -219,17 +236,36 @@ impl Row<'_> {
         })
     }
 
-    /// A finite, non-negative number cell.
+    /// A number cell in `0..=`[`MAX_SECONDS`] (every number the importers read is a time in
+    /// seconds).
     pub fn f64(&self, name: &str) -> Result<f64> {
         let (c, v) = self.col(name)?;
-        match v.parse::<f64>() {
-            Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-            _ => Err(self.err(
+        parse_seconds(v).ok_or_else(|| {
+            self.err(
                 c + 1,
                 name,
-                &format!("is {v:?}; expected a non-negative number"),
-            )),
-        }
+                &format!("is {v:?}; expected a number of seconds in 0..={MAX_SECONDS:e}"),
+            )
+        })
+    }
+
+    /// A time cell: seconds (as [`Row::f64`]) or a UTC date and time `YYYY-MM-DD HH:MM:SS`
+    /// (also with `T` for the space, as the Pollux artifact's `philly.csv` writes them), read
+    /// as seconds since 1970-01-01 00:00:00 UTC; years 1970..=2286 (below [`MAX_SECONDS`]).
+    pub fn time(&self, name: &str) -> Result<f64> {
+        let (c, v) = self.col(name)?;
+        parse_seconds(v)
+            .or_else(|| parse_datetime(v))
+            .ok_or_else(|| {
+                self.err(
+                    c + 1,
+                    name,
+                    &format!(
+                        "is {v:?}; expected seconds in 0..={MAX_SECONDS:e} or a date and time \
+                         YYYY-MM-DD HH:MM:SS (UTC, years 1970..=2286)"
+                    ),
+                )
+            })
     }
 
     /// An error about this row's cell `name`.
@@ -242,6 +278,61 @@ impl Row<'_> {
             .map_or(1, |c| c + 1);
         self.err(c, name, msg)
     }
+}
+
+/// The largest number of seconds a trace cell may hold: 1e10 s (about 317 years; as a Unix
+/// timestamp, the year 2286). Larger values (`1e308`, `inf`) are refused: they are not times of
+/// a real trace, and they would overflow the replay's clock arithmetic.
+pub const MAX_SECONDS: f64 = 1e10;
+
+fn parse_seconds(v: &str) -> Option<f64> {
+    let x = v.parse::<f64>().ok()?;
+    (x.is_finite() && (0.0..=MAX_SECONDS).contains(&x)).then_some(x)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (or with `T`), UTC, to seconds since the Unix epoch.
+fn parse_datetime(v: &str) -> Option<f64> {
+    let (date, time) = v.split_once([' ', 'T'])?;
+    let num = |s: &str, lo: i64, hi: i64| -> Option<i64> {
+        let ok = !s.is_empty() && s.len() <= 4 && s.bytes().all(|b| b.is_ascii_digit());
+        let x: i64 = if ok { s.parse().ok()? } else { return None };
+        (lo..=hi).contains(&x).then_some(x)
+    };
+    let d: Vec<&str> = date.split('-').collect();
+    let t: Vec<&str> = time.trim().split(':').collect();
+    if d.len() != 3 || t.len() != 3 {
+        return None;
+    }
+    let (y, m) = (num(d[0], 1970, 2286)?, num(d[1], 1, 12)?);
+    let days_in = [
+        31,
+        28 + i64::from(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)),
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let day = num(d[2], 1, days_in[(m - 1) as usize])?;
+    let (hh, mm, ss) = (num(t[0], 0, 23)?, num(t[1], 0, 59)?, num(t[2], 0, 60)?);
+    let secs = days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60 + ss;
+    (secs as f64 <= MAX_SECONDS).then_some(secs as f64)
+}
+
+/// Days from 1970-01-01 to the given proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 fn located(file: &str, line: usize, col: usize, name: &str, msg: &str) -> Error {
@@ -406,8 +497,9 @@ pub fn uniform_cluster(gpus: u64, per_node: u64, nodes_per_rack: usize) -> Resul
         .collect())
 }
 
-/// The Philly job list: `timestamp,duration,num_gpus,gpu_time,cluster` (seconds; `timestamp`
-/// is the submit time). Rows are sorted by submit time and the first `limit` kept; submit
+/// The Philly job list: `timestamp,duration,num_gpus,gpu_time,cluster`. `timestamp` is the
+/// submit time, in seconds or as a UTC date and time `2017-10-09 07:01:55` (the form of the
+/// Pollux artifact's `philly.csv`); `duration` is seconds (a number). Rows are sorted by submit time and the first `limit` kept; submit
 /// times are shifted so the first job arrives at 0.
 pub fn philly_jobs(path: &Path, limit: Option<usize>) -> Result<Vec<TraceJob>> {
     let csv = Csv::read(path)?;
@@ -421,7 +513,7 @@ pub fn philly_jobs(path: &Path, limit: Option<usize>) -> Result<Vec<TraceJob>> {
         let tenant = r.opt_str("cluster").filter(|c| !c.is_empty());
         jobs.push(TraceJob {
             id: format!("philly-{}", r.line()),
-            submit: r.f64("timestamp")?,
+            submit: r.time("timestamp")?,
             duration: Some(r.f64("duration")?.max(1.0)),
             gpus: gpus as u32,
             gpu_milli: None,

@@ -8,19 +8,43 @@
 //! values come from the distribution's memo, so a node whose free resources did not change
 //! since an earlier job, pass or round costs two hash look-ups.
 //!
-//! Fragmentation is a placement rule, like best fit: the objective and the MIP do not see it.
+//! With the distribution's `artifact_ties` the growth is scored as the FGD artifact scores it
+//! (an integer, ties to the first node of a seeded random node order), see
+//! [`crate::heuristics::fgd`].
+//!
+//! Fragmentation is a placement rule, like best fit; the per-node MIP prices it separately
+//! ([`crate::model::fragmentation`]).
 
 use super::free::node_free;
 use crate::assignment::GpuSet;
-use crate::instance::task_dist::{NodeFree, TaskDist};
+use crate::instance::task_dist::{artifact_rank, artifact_score, NodeFree, TaskDist};
 use crate::instance::{NodeIx, PendingJob};
 use crate::round_state::RoundState;
 use crate::state::resource_share;
 use crate::units::{MILLI_PER_GPU, TOLERANCE};
 
+/// The best option so far: (score, tie key led by the node's rank, the option).
+type Best<K, V> = Option<(f64, (u64, K), V)>;
+
 /// Keep `cand` when it beats `best`: smaller growth of fragmentation (by more than
-/// [`TOLERANCE`]), then smaller tie key.
-fn offer<K: Ord + Copy, V>(best: &mut Option<(f64, K, V)>, delta: f64, key: K, v: V) {
+/// [`TOLERANCE`]), then smaller tie key. With the distribution's `artifact_ties`, the growth
+/// is first turned into the FGD artifact's integer score and the key led by the node's rank
+/// in the artifact-style random node order, so node choices are the artifact's.
+fn offer<K: Ord + Copy, V>(
+    best: &mut Best<K, V>,
+    dist: &TaskDist,
+    node: NodeIx,
+    delta: f64,
+    key: K,
+    v: V,
+) {
+    let (delta, key) = match dist.artifact_ties {
+        Some(seed) => (
+            -(artifact_score(delta) as f64),
+            (artifact_rank(seed, node), key),
+        ),
+        None => (delta, (0, key)),
+    };
     let better = match best {
         None => true,
         Some((bd, bk, _)) => delta < *bd - TOLERANCE || (delta <= *bd + TOLERANCE && key < *bk),
@@ -68,7 +92,7 @@ pub fn single_node(
     let cpu = resource_share(job.cpu_milli, g, g);
     let mem = resource_share(job.memory_mib, g, g);
     let full = vec![MILLI_PER_GPU; g as usize];
-    let mut best: Option<(f64, (bool, u32, NodeIx), NodeIx)> = None;
+    let mut best: Best<(bool, u32, NodeIx), NodeIx> = None;
     for n in 0..state.inst.nodes.len() {
         if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
             continue;
@@ -79,7 +103,14 @@ pub fn single_node(
         }
         let before = node_free(state, n, job.priority);
         let delta = growth(dist, &before, &full, MILLI_PER_GPU, cpu, mem);
-        offer(&mut best, delta, (!state.node_in_use(n), avail - g, n), n);
+        offer(
+            &mut best,
+            dist,
+            n,
+            delta,
+            (!state.node_in_use(n), avail - g, n),
+            n,
+        );
     }
     best.map(|b| b.2)
 }
@@ -97,7 +128,7 @@ pub fn sharer(
     // Tie key: (fresh, milli left on the GPU, node empty, free GPUs on the node, node, GPU
     // order) where GPU order prefers the lowest index on a shared GPU, the highest on a fresh.
     type Key = (bool, u32, bool, u32, NodeIx, u32);
-    let mut best: Option<(f64, Key, (NodeIx, u32))> = None;
+    let mut best: Best<Key, (NodeIx, u32)> = None;
     let mut deltas: Vec<(u32, f64)> = Vec::new();
     for (n, node) in state.inst.nodes.iter().enumerate() {
         if !mask.get(state.node_type[n]).copied().unwrap_or(false)
@@ -130,7 +161,7 @@ pub fn sharer(
             } else {
                 (true, 0, empty, state.free[n], n, u32::MAX - g)
             };
-            offer(&mut best, delta, key, (n, g));
+            offer(&mut best, dist, n, delta, key, (n, g));
         }
     }
     best.map(|(_, _, (n, g))| GpuSet::from([(n, vec![g])]))
@@ -139,7 +170,7 @@ pub fn sharer(
 /// The node for a CPU-only job: least growth of fragmentation, then in use before empty,
 /// least CPU left, lowest index.
 pub fn cpu_only(state: &RoundState, job: &PendingJob, dist: &TaskDist) -> Option<GpuSet> {
-    let mut best: Option<(f64, (bool, i64, NodeIx), NodeIx)> = None;
+    let mut best: Best<(bool, i64, NodeIx), NodeIx> = None;
     for n in 0..state.inst.nodes.len() {
         if !state.fits_resources(n, job, 0) {
             continue;
@@ -151,7 +182,7 @@ pub fn cpu_only(state: &RoundState, job: &PendingJob, dist: &TaskDist) -> Option
             state.cpu_free[n].unwrap_or(i64::MAX),
             n,
         );
-        offer(&mut best, delta, key, n);
+        offer(&mut best, dist, n, delta, key, n);
     }
     best.map(|b| GpuSet::from([(b.2, Vec::new())]))
 }

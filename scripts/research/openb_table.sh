@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Regenerate the research tables (docs/results/research/README.md), linked from
+# docs/research.md:
+#
+#   scripts/research/openb_table.sh
+#
+# Environment (defaults in brackets):
+#   TRACES        folder with the upstream traces                   [/work/shared/traces]
+#   SEEDS         seeds of fgd and the greedy on the full cluster   [42-51]
+#   ILP_SEEDS     seeds of the ILP on the full cluster (slow)       [42-43]
+#   CUT_SEEDS     seeds of every planner on the shipped cut         [42-51]
+#   WORKLOADS     openb pod lists (names without openb_pod_list_)   [default multigpu20
+#                 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33]
+#   ILP_WORKLOADS workloads the ILP runs on (full cluster)          [default]
+#   POLLUX        Pollux workloads for the JCT table                [1 2 3]
+#   OUT           output folder                                     [docs/results/research]
+#   G             the gangplan binary                               [target/release/gangplan]
+#
+# Each run is one `gangplan compare` writing OUT/<trace>/<variant>/ (summary, reports, plots);
+# scripts/research/tables.py builds the tables from the per-run reports, so runs can be
+# split over several invocations (set WORKLOADS, SEEDS, ... to one part each) and the tables
+# rebuilt with `python3 scripts/research/tables.py OUT REF 0`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TRACES=${TRACES:-/work/shared/traces}
+SEEDS=${SEEDS-42-51}
+ILP_SEEDS=${ILP_SEEDS-42-43}
+CUT_SEEDS=${CUT_SEEDS-42-51}
+WORKLOADS=${WORKLOADS-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
+ILP_WORKLOADS=${ILP_WORKLOADS-default}
+POLLUX=${POLLUX-"1 2 3"}
+OUT=${OUT:-docs/results/research}
+G=${G:-target/release/gangplan}
+A=$TRACES/alibaba-gpu-v2023
+REF=$TRACES/kss-fgd-expected-results/analysis_allo_discrete.csv
+mkdir -p "$OUT"
+start=$(date +%s)
+cmp() { "$G" compare "$@" > /dev/null; }
+fill=(--trace openb --protocol fill --load 1.3 --reference "$REF")
+# The shipped cut (instances/traces): every planner, formulation auto (per-node here).
+if [[ -n "$CUT_SEEDS" ]]; then
+  cut=("${fill[@]}" --nodes instances/traces/openb_node_list_gpu_node.head120.csv
+       --jobs instances/traces/openb_pod_list_default.head300.csv --seeds "$CUT_SEEDS")
+  cmp "${cut[@]}" --planners fgd,greedy,ilp --out-dir "$OUT/openb-cut-default/heuristics"
+  cmp "${cut[@]}" --planners greedy,ilp --artifact-score --out-dir "$OUT/openb-cut-default/artifact"
+fi
+for w in $WORKLOADS; do
+  full=("${fill[@]}" --nodes "$A/openb_node_list_gpu_node.csv" --jobs "$A/openb_pod_list_$w.csv")
+  cmp "${full[@]}" --seeds "$SEEDS" --planners fgd,greedy --out-dir "$OUT/openb-$w/heuristics"
+  cmp "${full[@]}" --seeds "$SEEDS" --planners greedy --artifact-score \
+    --out-dir "$OUT/openb-$w/artifact"
+  if [[ " $ILP_WORKLOADS " == *" $w "* ]]; then
+    cmp "${full[@]}" --seeds "$ILP_SEEDS" --planners ilp --formulation per-node \
+      --out-dir "$OUT/openb-$w/ilp"
+    cmp "${full[@]}" --seeds "$ILP_SEEDS" --planners ilp --formulation per-node \
+      --artifact-score --out-dir "$OUT/openb-$w/artifact-ilp"
+  fi
+done
+# Time-based replays of the Pollux workloads (64 GPUs, 16 nodes of 4, Pollux's default).
+for k in $POLLUX; do
+  cmp --trace pollux --jobs "$TRACES/pollux-osdi21/workloads/workload-$k.csv" \
+    --planners fifo,best-fit,las,drf,fgd,greedy,ilp --out-dir "$OUT/pollux-$k"
+done
+python3 scripts/research/tables.py "$OUT" "$REF" "$(( $(date +%s) - start ))" > "$OUT/README.md"
+echo "wrote $OUT/README.md"
