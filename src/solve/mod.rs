@@ -284,6 +284,7 @@ fn solve_per_node(
         solved: result.status == BackendStatus::Optimal,
         time_limit_hit: answered.time_limit_hit,
         note: None,
+        incumbent: None,
     })
 }
 
