@@ -302,6 +302,12 @@ fn log_second_stage(inst: &Instance, topo: &Topology, choice: &Choice, assignmen
             .iter()
             .filter(|j| !assignment.placed.contains_key(j))
             .count(),
+        chosen_waiting_jobs = ?chosen
+            .iter()
+            .filter(|j| !assignment.placed.contains_key(j))
+            .take(12)
+            .map(|&j| (inst.pending[j].id.as_str(), inst.pending[j].gpus))
+            .collect::<Vec<_>>(),
         placed_value = terms.value,
         preempted = assignment.preempted.len(),
         preemption = terms.preemption,
