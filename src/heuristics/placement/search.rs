@@ -262,8 +262,15 @@ fn pack_even(
 /// The fewest nodes, largest free first, the last piece on the smallest node that holds it.
 fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) -> Option<Counts> {
     let limit = job.node_limit();
-    let mut by_size = avail.to_vec();
-    by_size.sort_by_key(|&(n, a)| (std::cmp::Reverse(a), n));
+    // What each node can take of the job: its available GPUs, or fewer where its CPU or
+    // memory runs out first.
+    let usable: Vec<(NodeIx, u32, u32)> = avail
+        .iter()
+        .map(|&(n, a)| (n, a, resource_cap(state, job, n, a)))
+        .filter(|&(_, _, u)| u > 0)
+        .collect();
+    let mut by_size = usable.clone();
+    by_size.sort_by_key(|&(n, _, u)| (std::cmp::Reverse(u), n));
     let mut counts = Vec::new();
     let mut left = job.gpus;
     let mut used = std::collections::BTreeSet::new();
@@ -271,24 +278,29 @@ fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) ->
         if counts.len() as u32 >= limit {
             return None;
         }
-        // Best fit for the last piece: the smallest node that holds all that is left.
-        let last = avail
+        let last = usable
             .iter()
-            .filter(|&&(n, a)| {
-                !used.contains(&n) && a >= left && state.fits_resources(n, job, left)
+            .filter(|&&(n, _, u)| {
+                !used.contains(&n) && u >= left && state.fits_resources(n, job, left)
             })
-            .min_by_key(|&&(n, a)| (a, n));
-        if let Some(&(n, _)) = last {
+            .min_by_key(|&&(n, a, _)| (a, n));
+        if let Some(&(n, _, _)) = last {
             counts.push((n, left));
             break;
         }
-        let next = by_size
-            .iter()
-            .find(|&&(n, a)| !used.contains(&n) && state.fits_resources(n, job, a.min(left)))?;
-        let take = next.1.min(left);
+        let next = by_size.iter().find(|&&(n, _, _)| !used.contains(&n))?;
+        let take = next.2.min(left);
         counts.push((next.0, take));
         used.insert(next.0);
         left -= take;
     }
     Some(counts)
+}
+
+/// The most of `job`'s GPUs, at most `most`, node n has CPU and memory for.
+fn resource_cap(state: &RoundState, job: &PendingJob, n: NodeIx, most: u32) -> u32 {
+    (1..=most)
+        .rev()
+        .find(|&g| state.fits_resources(n, job, g))
+        .unwrap_or(0)
 }
