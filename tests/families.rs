@@ -1,7 +1,8 @@
 //! Every generator family on small rounds, solved with the aggregated model against the exact
 //! per-node model (the oracle): the aggregated bound is never below any plan's objective, the
-//! plans validate and are never worse than greedy, the same round gives the same plan, and on
-//! most rounds the aggregated plan is within 0.5% of the exact optimum.
+//! plans validate and are never worse than greedy, the same round gives the same plan, on
+//! most rounds the aggregated plan is within 0.5% of the exact optimum, and `auto` (both
+//! models) is within 0.5% of it on all but at most one and never below the aggregated plan.
 
 use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
@@ -55,7 +56,7 @@ fn check_valid(inst: &Instance, out: &SolveOutcome, what: &str) {
 
 #[test]
 fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
-    let (mut compared, mut close) = (0, 0);
+    let (mut compared, mut close, mut auto_close) = (0, 0, 0);
     let mut worst: Vec<(f64, String)> = Vec::new();
     for family in Family::ALL {
         for seed in 1..=3 {
@@ -63,12 +64,26 @@ fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
             let (inst, topo) = round(family, seed);
             let exact = run(&inst, &topo, Formulation::PerNode);
             let agg = run(&inst, &topo, Formulation::Aggregated);
+            let auto = run(&inst, &topo, Formulation::Auto);
             check_valid(&inst, &exact, &format!("{what} per-node"));
             check_valid(&inst, &agg, &format!("{what} aggregated"));
-            for (name, out) in [("per-node", &exact), ("aggregated", &agg)] {
+            check_valid(&inst, &auto, &format!("{what} auto"));
+            // auto starts the per-node model from the aggregated plan: never below it.
+            assert!(
+                auto.objective + 1e-6 >= agg.objective,
+                "{what}: auto {} below aggregated {}",
+                auto.objective,
+                agg.objective
+            );
+            for (name, out) in [("per-node", &exact), ("aggregated", &agg), ("auto", &auto)] {
                 if let Some(b) = out.bound {
                     assert!(
-                        b + 1e-6 >= out.objective.max(exact.objective).max(agg.objective),
+                        b + 1e-6
+                            >= out
+                                .objective
+                                .max(exact.objective)
+                                .max(agg.objective)
+                                .max(auto.objective),
                         "{what}: {name} bound {b} below a plan's objective (per-node {}, aggregated {})",
                         exact.objective,
                         agg.objective
@@ -89,15 +104,23 @@ fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
             if loss <= 0.005 {
                 close += 1;
             }
+            if (exact.objective - auto.objective) / exact.objective.abs().max(1.0) <= 0.005 {
+                auto_close += 1;
+            }
             worst.push((loss, what));
         }
     }
     worst.sort_by(|a, b| b.0.total_cmp(&a.0));
     println!(
-        "aggregated within 0.5% of the exact optimum on {close} of {compared} rounds; worst: {:?}",
+        "auto within 0.5% of the exact optimum on {auto_close} of {compared} rounds; \
+         aggregated on {close}; worst aggregated: {:?}",
         &worst[..worst.len().min(5)]
     );
     assert!(compared >= 20, "too few rounds solved exactly ({compared})");
+    assert!(
+        auto_close + 1 >= compared,
+        "auto is within 0.5% of the exact optimum on only {auto_close} of {compared} rounds"
+    );
     assert!(
         close * 10 >= compared * 8,
         "the aggregated plan is within 0.5% of the exact optimum on only {close} of {compared} rounds"

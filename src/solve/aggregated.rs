@@ -47,15 +47,17 @@ pub struct Running {
 
 /// Build and solve the aggregated model on a thread of its own, within the budget's share
 /// for it (the model needs no MIP start, so it runs while the greedy plans the round).
+/// `time_limit`: HiGHS's own limit, seconds ([`Budget::aggregated_time_limit`], or
+/// [`Budget::race_aggregated_time_limit`] when the per-node model runs after it).
 pub fn start(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
-    budget: &Budget,
+    time_limit: f64,
 ) -> std::io::Result<Running> {
     let settings = BackendSettings {
-        time_limit: budget.aggregated_time_limit(),
+        time_limit,
         mip_gap: Budget::aggregated_gap(opts.mip_gap),
         seed: inst.policy.seed,
         write_model: opts.write_model.clone(),
