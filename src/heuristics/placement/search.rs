@@ -262,15 +262,8 @@ fn pack_even(
 /// The fewest nodes, largest free first, the last piece on the smallest node that holds it.
 fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) -> Option<Counts> {
     let limit = job.node_limit();
-    // What each node can take of the job: its available GPUs, or fewer where its CPU or
-    // memory runs out first.
-    let usable: Vec<(NodeIx, u32, u32)> = avail
-        .iter()
-        .map(|&(n, a)| (n, a, resource_cap(state, job, n, a)))
-        .filter(|&(_, _, u)| u > 0)
-        .collect();
-    let mut by_size = usable.clone();
-    by_size.sort_by_key(|&(n, _, u)| (std::cmp::Reverse(u), n));
+    let mut by_size = avail.to_vec();
+    by_size.sort_by_key(|&(n, a)| (std::cmp::Reverse(a), n));
     let mut counts = Vec::new();
     let mut left = job.gpus;
     let mut used = std::collections::BTreeSet::new();
@@ -278,20 +271,25 @@ fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) ->
         if counts.len() as u32 >= limit {
             return None;
         }
-        let last = usable
+        let last = avail
             .iter()
-            .filter(|&&(n, _, u)| {
-                !used.contains(&n) && u >= left && state.fits_resources(n, job, left)
+            .filter(|&&(n, a)| {
+                !used.contains(&n) && a >= left && state.fits_resources(n, job, left)
             })
-            .min_by_key(|&&(n, a, _)| (a, n));
-        if let Some(&(n, _, _)) = last {
+            .min_by_key(|&&(n, a)| (a, n));
+        if let Some(&(n, _)) = last {
             counts.push((n, left));
             break;
         }
-        let next = by_size.iter().find(|&&(n, _, _)| !used.contains(&n))?;
-        let take = next.2.min(left);
-        counts.push((next.0, take));
-        used.insert(next.0);
+        // The largest node left, taking what its CPU and memory leave room for (a node short
+        // of CPU for all its free GPUs still takes part of the gang).
+        let (n, take) = by_size
+            .iter()
+            .filter(|&&(n, _)| !used.contains(&n))
+            .map(|&(n, a)| (n, resource_cap(state, job, n, a.min(left))))
+            .find(|&(_, take)| take > 0)?;
+        counts.push((n, take));
+        used.insert(n);
         left -= take;
     }
     Some(counts)
