@@ -2,6 +2,17 @@
 //! GPUs, running fill, tenants with weights and quotas, pending gangs with type, locality,
 //! node-count and shape constraints, sharers and CPU/memory. Same parameters and seed, same
 //! instance (ChaCha8 stream).
+//!
+//! [`Family`] names the kind of cluster state: [`Family::Default`] is the generator below
+//! (homogeneous racks, node-by-node fill), kept as it was so that earlier benchmarks stay
+//! comparable; the others ([`families`]) each add one thing real clusters have (GPU types mixed
+//! inside racks, whole-node fills in random node order, scattered partial fills with random
+//! priorities, tight CPU and memory, sharers, binding quotas, constrained gangs), and
+//! [`Family::Mixed`] has all of them.
+
+pub mod families;
+
+pub use families::Family;
 
 use crate::instance::raw::*;
 use rand::{seq::SliceRandom, Rng, SeedableRng};
@@ -33,6 +44,8 @@ pub struct GenParams {
     pub sharers: f64,
     /// Time limit written into the policy.
     pub time_limit: f64,
+    /// The kind of cluster state.
+    pub family: Family,
 }
 
 impl Default for GenParams {
@@ -49,12 +62,22 @@ impl Default for GenParams {
             max_gang: 64,
             sharers: 0.05,
             time_limit: 10.0,
+            family: Family::Default,
         }
     }
 }
 
-/// Generate an instance.
+/// Generate an instance of the parameters' family.
 pub fn generate(p: &GenParams) -> RawInstance {
+    match p.family {
+        Family::Default => generate_default(p),
+        _ => families::generate(p),
+    }
+}
+
+/// The default family: homogeneous racks (a rack's hardware follows the rack's number), running
+/// jobs of 1, 2, 4 or 8 GPUs filled node by node.
+fn generate_default(p: &GenParams) -> RawInstance {
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let kinds = [
         ("dgx-h100", "H100", 8u32),

@@ -1,37 +1,64 @@
-//! `gangplan bench`: whole rounds at standard sizes, printed as a table of ratios measured in
-//! one run (wall seconds of the whole round read to write, objective, bound, gap, objective
-//! against greedy, GPUs placed, peak memory).
+//! `gangplan bench`: whole rounds, generated (by size and generator family) or saved instance
+//! files, printed as a table of ratios measured in one run: wall seconds of the whole round
+//! read to write, objective, bound, gap, the objective against greedy, against the aggregated
+//! model's own incumbent (what placing its choice node by node lost) and, on small rounds,
+//! against the exact optimum of a long per-node solve; GPUs placed, peak memory.
 
+use super::solve_cmd::FormulationArg;
 use super::{exit, Failure};
 use clap::Args;
-use gangplan::gen::{generate, GenParams};
+use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
 use gangplan::plan::{render_plan, validate_plan};
-use gangplan::solve::{solve, PlannerKind, SolveOptions};
+use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Benchmark whole rounds on generated instances.
+/// Benchmark whole rounds on generated instances or saved instance files.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Sizes to run, by GPU count: any of 1k, 10k, 100k (comma separated).
+    /// Sizes to run, by GPU count: any of small (48 nodes, 120 pending), 1k, 10k, 100k
+    /// (comma separated).
     #[arg(long, default_value = "1k,10k", value_delimiter = ',')]
     pub sizes: Vec<String>,
     /// Also run the tight-capacity variant (85% busy instead of 65%).
     #[arg(long)]
     pub tight: bool,
+    /// Generator families to run (comma separated; `all` for every one): default,
+    /// mixed-types, whole-nodes, partial-nodes, tight-cpu, sharers, quotas, constrained,
+    /// mixed (docs/bench.md).
+    #[arg(long, default_value = "default", value_delimiter = ',')]
+    pub family: Vec<String>,
+    /// Run every instance file (.yaml, .yml, .json) of this folder instead of generated rounds.
+    #[arg(long, value_name = "DIR")]
+    pub instances: Option<PathBuf>,
     /// Time limit of each round, seconds.
     #[arg(long, default_value_t = 10.0)]
     pub time_limit: f64,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// MIP formulation of the benchmarked solve.
+    #[arg(long, value_enum, default_value_t = FormulationArg::Auto)]
+    pub formulation: FormulationArg,
+    /// On rounds of at most 64 nodes, also solve the exact per-node model for this many
+    /// seconds (gap 0.01%) and print the objective against its optimum (0: never).
+    #[arg(long, default_value_t = 60.0)]
+    pub exact_seconds: f64,
+    /// Also write every generated round into this folder (as NAME.json).
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
 }
+
+/// Rounds of at most this many nodes are compared with the exact optimum.
+const EXACT_NODES: usize = 64;
 
 fn size_params(name: &str) -> Option<(usize, usize)> {
     match name {
+        "small" => Some((48, 120)),
         "1k" => Some((125, 400)),
         "10k" => Some((1250, 4000)),
         "100k" => Some((12500, 20000)),
@@ -47,97 +74,219 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Run `bench`.
-pub fn run(a: BenchArgs) -> Result<i32, Failure> {
-    let lib = ModelLibrary::builtin();
+fn bad(msg: String) -> Failure {
+    Failure::new(exit::BAD_INPUT, anyhow::anyhow!(msg))
+}
+
+fn io(e: std::io::Error) -> Failure {
+    Failure::new(exit::IO, e.into())
+}
+
+/// The families named by `--family` (`all`: every one).
+fn families(names: &[String]) -> Result<Vec<Family>, Failure> {
+    let mut out = Vec::new();
+    for name in names {
+        if name == "all" {
+            out.extend(Family::ALL);
+            continue;
+        }
+        out.push(Family::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+            bad(format!(
+                "--family: unknown family {name:?}; expected all or one of {}",
+                known.join(", ")
+            ))
+        })?);
+    }
+    Ok(out)
+}
+
+/// The rounds to run: (name, instance file), generated into `dir` or read from `--instances`.
+fn rounds(a: &BenchArgs, dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> {
+    if let Some(folder) = &a.instances {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+            })
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(bad(format!(
+                "--instances: no .yaml, .yml or .json file in {}",
+                folder.display()
+            )));
+        }
+        return Ok(files
+            .into_iter()
+            .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), p))
+            .collect());
+    }
     let sizes = a
         .sizes
         .iter()
         .map(|name| {
             size_params(name).map(|p| (name, p)).ok_or_else(|| {
-                Failure::new(
-                    exit::BAD_INPUT,
-                    anyhow::anyhow!("--sizes: unknown size {name:?}; expected 1k, 10k or 100k"),
-                )
+                bad(format!(
+                    "--sizes: unknown size {name:?}; expected small, 1k, 10k or 100k"
+                ))
             })
         })
         .collect::<Result<Vec<_>, Failure>>()?;
-    let dir = tempfile::tempdir().map_err(|e| Failure::new(exit::IO, e.into()))?;
-    println!("| round | GPUs | pending | wall s | objective | bound | gap | obj / greedy | GPUs placed (MIP / greedy) | greedy s | status | peak RSS MiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (name, (nodes, pending)) in sizes {
-        for busy in if a.tight {
-            vec![0.65, 0.85]
-        } else {
-            vec![0.65]
-        } {
-            let p = GenParams {
-                nodes,
-                pending,
-                seed: a.seed,
-                busy,
-                time_limit: a.time_limit,
-                max_gang: 64,
-                ..Default::default()
-            };
-            let path = dir.path().join(format!("{name}-{busy}.json"));
-            std::fs::write(
-                &path,
-                serde_json::to_vec(&generate(&p))
-                    .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?,
-            )
-            .map_err(|e| Failure::new(exit::IO, e.into()))?;
-            // The whole round, as `solve` runs it: read, plan, validate, write.
-            let started = Instant::now();
-            let inst = load_instance_file(&path, &lib).map_err(Failure::from_lib)?;
-            let opts = SolveOptions {
-                deadline: started + Duration::from_secs_f64(a.time_limit),
-                ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
-            };
-            let inst = Arc::new(inst);
-            let topo = Arc::new(Topology::new(&inst));
-            let out = solve(&inst, &topo, &opts);
-            let info = out.solver_info(0.0);
-            let plan = render_plan(&inst, &out.assignment, out.status, info);
-            validate_plan(&inst, &plan).map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
-            std::fs::write(
-                dir.path().join("plan.json"),
-                serde_json::to_vec(&plan).map_err(|e| Failure::new(exit::INTERNAL, e.into()))?,
-            )
-            .map_err(|e| Failure::new(exit::IO, e.into()))?;
-            let wall = started.elapsed().as_secs_f64();
-            // Greedy alone, for its time and GPUs placed.
-            let g_started = Instant::now();
-            let g = solve(
-                &inst,
-                &topo,
-                &SolveOptions {
-                    planner: PlannerKind::Greedy,
-                    ..opts.clone()
-                },
-            );
-            let greedy_s = g_started.elapsed().as_secs_f64();
-            let placed = |a: &gangplan::assignment::Assignment| {
-                a.placed
-                    .keys()
-                    .map(|&j| inst.pending[j].gpu_equivalent())
-                    .sum::<f64>()
-            };
-            println!(
-                "| {name}{} | {} | {} | {wall:.2} | {:.1} | {} | {} | {:.4} | {:.0} / {:.0} | {greedy_s:.3} | {} | {} |",
-                if busy > 0.7 { " tight" } else { "" },
-                inst.gpus_total(),
-                inst.pending.len(),
-                out.objective,
-                out.bound.map_or("-".into(), |b| format!("{b:.1}")),
-                out.gap().map_or("-".into(), |g| format!("{:.2}%", g * 100.0)),
-                out.objective / out.greedy_objective.max(gangplan::units::TOLERANCE),
-                placed(&out.assignment),
-                placed(&g.assignment),
-                super::status_word(out.status),
-                peak_rss_mib().map_or("-".into(), |m| format!("{m:.0}")),
-            );
+    let families = families(&a.family)?;
+    let busy_levels: &[f64] = if a.tight { &[0.65, 0.85] } else { &[0.65] };
+    let mut out = Vec::new();
+    for family in families {
+        for &(name, (nodes, pending)) in &sizes {
+            for &busy in busy_levels {
+                let p = GenParams {
+                    nodes,
+                    pending,
+                    seed: a.seed,
+                    busy,
+                    time_limit: a.time_limit,
+                    max_gang: 64,
+                    family,
+                    ..Default::default()
+                };
+                let round = format!(
+                    "{}{name}{}",
+                    if family == Family::Default {
+                        String::new()
+                    } else {
+                        format!("{} ", family.name())
+                    },
+                    if busy > 0.7 { " tight" } else { "" }
+                );
+                let text = serde_json::to_vec(&generate(&p))
+                    .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
+                let file = format!("{}-{name}-{busy}-s{}.json", family.name(), a.seed);
+                if let Some(save) = &a.save {
+                    std::fs::create_dir_all(save).map_err(io)?;
+                    std::fs::write(save.join(&file), &text).map_err(io)?;
+                }
+                let path = dir.join(file);
+                std::fs::write(&path, text).map_err(io)?;
+                out.push((round, path));
+            }
         }
     }
+    Ok(out)
+}
+
+/// Run `bench`.
+pub fn run(a: BenchArgs) -> Result<i32, Failure> {
+    let lib = ModelLibrary::builtin();
+    super::check_time_limit_flag(a.time_limit)?;
+    let dir = tempfile::tempdir().map_err(io)?;
+    let rounds = rounds(&a, dir.path())?;
+    println!("| round | nodes | GPUs | pending | wall s | objective | bound | gap | obj / greedy | obj / incumbent | obj / exact | GPUs placed (MIP / greedy) | greedy s | status | peak RSS MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, path) in rounds {
+        bench_round(&a, &lib, &name, &path, dir.path())?;
+    }
     Ok(exit::OK)
+}
+
+/// One round, as `solve` runs it (read, plan, validate, write), then greedy alone and, on
+/// small rounds, the exact per-node model; one table row.
+fn bench_round(
+    a: &BenchArgs,
+    lib: &ModelLibrary,
+    name: &str,
+    path: &Path,
+    dir: &Path,
+) -> Result<(), Failure> {
+    let internal = |e: String| Failure::new(exit::INTERNAL, anyhow::anyhow!(e));
+    let started = Instant::now();
+    let inst = load_instance_file(path, lib).map_err(Failure::from_lib)?;
+    let opts = SolveOptions {
+        deadline: started + Duration::from_secs_f64(a.time_limit),
+        formulation: match a.formulation {
+            FormulationArg::Auto => Formulation::Auto,
+            FormulationArg::PerNode => Formulation::PerNode,
+            FormulationArg::Aggregated => Formulation::Aggregated,
+        },
+        ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+    };
+    let inst = Arc::new(inst);
+    let topo = Arc::new(Topology::new(&inst));
+    let out = solve(&inst, &topo, &opts);
+    let plan = render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0));
+    validate_plan(&inst, &plan).map_err(|e| internal(format!("{name}: {e}")))?;
+    std::fs::write(
+        dir.join("plan.json"),
+        serde_json::to_vec(&plan).map_err(|e| internal(e.to_string()))?,
+    )
+    .map_err(io)?;
+    let wall = started.elapsed().as_secs_f64();
+    // Greedy alone, for its time and GPUs placed.
+    let g_started = Instant::now();
+    let g = solve(
+        &inst,
+        &topo,
+        &SolveOptions {
+            planner: PlannerKind::Greedy,
+            ..opts.clone()
+        },
+    );
+    let greedy_s = g_started.elapsed().as_secs_f64();
+    let exact = exact_column(a, &inst, &topo, &out);
+    let placed = |a: &gangplan::assignment::Assignment| {
+        a.placed
+            .keys()
+            .map(|&j| inst.pending[j].gpu_equivalent())
+            .sum::<f64>()
+    };
+    let ratio = |x: f64, y: f64| x / y.abs().max(gangplan::units::TOLERANCE);
+    println!(
+        "| {name} | {} | {} | {} | {wall:.2} | {:.1} | {} | {} | {:.4} | {} | {exact} | {:.0} / {:.0} | {greedy_s:.3} | {} | {} |",
+        inst.nodes.len(),
+        inst.gpus_total(),
+        inst.pending.len(),
+        out.objective,
+        out.bound.map_or("-".into(), |b| format!("{b:.1}")),
+        out.gap().map_or("-".into(), |g| format!("{:.2}%", g * 100.0)),
+        ratio(out.objective, out.greedy_objective),
+        out.incumbent.map_or("-".into(), |m| format!("{:.4}", ratio(out.objective, m))),
+        placed(&out.assignment),
+        placed(&g.assignment),
+        super::status_word(out.status),
+        peak_rss_mib().map_or("-".into(), |m| format!("{m:.0}")),
+    );
+    Ok(())
+}
+
+/// The objective against the exact per-node optimum, on rounds of at most [`EXACT_NODES`]
+/// nodes: `r` when the per-node solve proved its optimum, `r (best ..., bound ...)` when its
+/// time ran out first, `-` on larger rounds or with `--exact-seconds 0`.
+fn exact_column(
+    a: &BenchArgs,
+    inst: &Arc<gangplan::instance::Instance>,
+    topo: &Arc<Topology>,
+    out: &SolveOutcome,
+) -> String {
+    if a.exact_seconds <= 0.0 || inst.nodes.len() > EXACT_NODES {
+        return "-".into();
+    }
+    let opts = SolveOptions {
+        deadline: Instant::now() + Duration::from_secs_f64(a.exact_seconds),
+        formulation: Formulation::PerNode,
+        mip_gap: 1e-4,
+        ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
+    };
+    let exact = solve(inst, topo, &opts);
+    let best = exact.objective.max(out.objective);
+    let r = out.objective / best.abs().max(gangplan::units::TOLERANCE);
+    let proven = exact.status == gangplan::plan::Status::Optimal && !exact.time_limit_hit;
+    if proven {
+        format!("{r:.4}")
+    } else {
+        format!(
+            "{r:.4} (not proven: best {best:.1}, bound {})",
+            exact.bound.map_or("-".into(), |b| format!("{b:.1}"))
+        )
+    }
 }

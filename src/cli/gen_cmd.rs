@@ -2,7 +2,7 @@
 
 use super::{exit, Failure};
 use clap::Args;
-use gangplan::gen::{generate, GenParams};
+use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::validate::{limits, validate};
 use std::path::PathBuf;
@@ -43,6 +43,11 @@ pub struct GenArgs {
     /// policy.time_limit written into the instance.
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub time_limit: f64,
+    /// The kind of cluster state: default (homogeneous racks, node-by-node fill), mixed-types,
+    /// whole-nodes, partial-nodes, tight-cpu, sharers, quotas, constrained, or mixed (all of
+    /// them); docs/bench.md describes each.
+    #[arg(long, value_enum, default_value_t = Family::Default)]
+    pub family: Family,
     /// Write JSON instead of YAML (both are valid instances; JSON parses faster).
     #[arg(long)]
     pub json: bool,
@@ -93,6 +98,7 @@ pub fn run(a: GenArgs) -> Result<i32, Failure> {
         max_gang: a.max_gang,
         sharers: a.sharers,
         time_limit: a.time_limit,
+        family: a.family,
     };
     let raw = generate(&p);
     // Never emit an instance that `solve` would refuse.

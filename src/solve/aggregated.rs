@@ -31,8 +31,14 @@ const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
 const SWAP_CANDIDATES: usize = 4;
 
-/// The aggregated model's answer: the jobs it starts, its victims, its status and bound.
-type Answer = ((BTreeSet<usize>, Vec<usize>), BackendStatus, Option<f64>);
+/// The aggregated model's answer: the jobs it starts, its victims, its status, its bound and
+/// its objective at the incumbent.
+type Answer = (
+    (BTreeSet<usize>, Vec<usize>),
+    BackendStatus,
+    Option<f64>,
+    f64,
+);
 
 /// A solve of the aggregated model running on its own thread.
 pub struct Running {
@@ -41,15 +47,17 @@ pub struct Running {
 
 /// Build and solve the aggregated model on a thread of its own, within the budget's share
 /// for it (the model needs no MIP start, so it runs while the greedy plans the round).
+/// `time_limit`: HiGHS's own limit, seconds ([`Budget::aggregated_time_limit`], or
+/// [`Budget::race_aggregated_time_limit`] when the per-node model runs after it).
 pub fn start(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
-    budget: &Budget,
+    time_limit: f64,
 ) -> std::io::Result<Running> {
     let settings = BackendSettings {
-        time_limit: budget.aggregated_time_limit(),
+        time_limit,
         mip_gap: Budget::aggregated_gap(opts.mip_gap),
         seed: inst.policy.seed,
         write_model: opts.write_model.clone(),
@@ -64,33 +72,29 @@ pub fn start(
                 let constant = agg.model.constant;
                 let model = std::mem::replace(&mut agg.model, crate::model::MipModel::empty());
                 let columns = model.columns();
-                // The model's own objective at its incumbent, for the debug log (where the gap
-                // is: between bound and incumbent, or between incumbent and plan).
-                let objective =
-                    tracing::enabled!(tracing::Level::DEBUG).then(|| model.objective.clone());
+                // The model's own objective at its incumbent: what its choice promised before
+                // the second stage placed it (reported beside the plan's objective).
+                let objective = model.objective.clone();
                 let started = Instant::now();
                 let answer = backend
                     .solve(model, &[], &settings)
                     .and_then(|r| super::check_columns(r, columns));
-                if let (Some(objective), Ok(r)) = (objective, &answer) {
+                answer.map(|r| {
                     let values: std::collections::HashMap<good_lp::Variable, f64> = agg
                         .columns
                         .iter()
                         .map(|(&v, &i)| (v, r.columns[i]))
                         .collect();
+                    let incumbent = constant + objective.eval_with(&values);
+                    let bound = r.dual_bound.map(|b| b + constant);
                     tracing::debug!(
                         seconds = started.elapsed().as_secs_f64(),
-                        incumbent = constant + objective.eval_with(&values),
-                        bound = r.dual_bound.map(|b| b + constant),
+                        incumbent,
+                        bound,
                         "aggregated model solved"
                     );
-                }
-                answer.map(|r| {
-                    (
-                        (agg.chosen(&r.columns), agg.victims(&r.columns)),
-                        r.status,
-                        r.dual_bound.map(|b| b + constant),
-                    )
+                    let choice = (agg.chosen(&r.columns), agg.victims(&r.columns));
+                    (choice, r.status, bound, incumbent)
                 })
             }));
             let _ = tx.send(result);
@@ -125,7 +129,7 @@ pub fn finish(
         .work_until()
         .saturating_duration_since(Instant::now());
     let waited = Instant::now();
-    let ((chosen, victims), status, bound) =
+    let ((chosen, victims), status, bound, incumbent) =
         super::await_answer(&running.answer, wait, Solver::Aggregated)?;
     let answered = Answered {
         bound,
@@ -152,6 +156,7 @@ pub fn finish(
         solved: true,
         time_limit_hit: answered.time_limit_hit,
         note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
+        incumbent: Some(incumbent),
     })
 }
 
@@ -299,6 +304,12 @@ fn log_second_stage(inst: &Instance, topo: &Topology, choice: &Choice, assignmen
             .iter()
             .filter(|j| !assignment.placed.contains_key(j))
             .count(),
+        chosen_waiting_jobs = ?chosen
+            .iter()
+            .filter(|j| !assignment.placed.contains_key(j))
+            .take(12)
+            .map(|&j| (inst.pending[j].id.as_str(), inst.pending[j].gpus))
+            .collect::<Vec<_>>(),
         placed_value = terms.value,
         preempted = assignment.preempted.len(),
         preemption = terms.preemption,

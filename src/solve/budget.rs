@@ -36,6 +36,12 @@ const PER_NODE_SHARE: f64 = 0.9;
 /// the three (greedy plan, gap 7.6%), at 0.7 none (0.32-0.38 s wall, gaps 0.36-0.40%).
 const MODEL_SHARE: f64 = 0.7;
 
+/// Share of the aggregated model's time limit it gets when the per-node model runs after it
+/// on the same round (`auto` on rounds small enough for the per-node model): the aggregated
+/// plan is the per-node MIP's start, which then has the rest of the round (a share chosen, not
+/// measured: 48-node rounds solve the aggregated model in well under this).
+const RACE_MODEL_SHARE: f64 = 0.4;
+
 /// Share of the round after which the aggregated path starts no more repeat or swap-out
 /// passes. Rounds of up to ~10k GPUs converge long before. On the 100k-GPU bench rounds with a
 /// 10 s limit, since the second stage places the most constrained jobs first, 0.45 bought
@@ -161,6 +167,12 @@ impl Budget {
     /// HiGHS's time limit on the aggregated model, seconds: [`MODEL_SHARE`] of its budget.
     pub fn aggregated_time_limit(&self) -> f64 {
         self.aggregated_solve().as_secs_f64() * MODEL_SHARE
+    }
+
+    /// HiGHS's time limit on the aggregated model when the per-node model runs after it,
+    /// seconds: [`RACE_MODEL_SHARE`] of [`Budget::aggregated_time_limit`].
+    pub fn race_aggregated_time_limit(&self) -> f64 {
+        self.aggregated_time_limit() * RACE_MODEL_SHARE
     }
 
     /// The gap the aggregated model is solved to, from the round's.

@@ -51,7 +51,8 @@ pub struct SolveOptions {
 /// Which MIP formulation a round is solved with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Formulation {
-    /// Per-node when its size stays under [`PER_NODE_COLUMN_LIMIT`], else aggregated.
+    /// Aggregated past [`PER_NODE_COLUMN_LIMIT`]; under it both: the aggregated model's plan
+    /// is the start of the per-node model, and the better plan and the lower bound are kept.
     #[default]
     Auto,
     /// The exact per-node model.
@@ -160,18 +161,33 @@ pub fn solve(inst: &Arc<Instance>, topo: &Arc<Topology>, opts: &SolveOptions) ->
     solve_with(inst, topo, opts, Arc::new(Highs))
 }
 
-/// Whether the round is solved with the aggregated model.
-fn uses_aggregated(inst: &Instance, topo: &Topology, formulation: Formulation) -> bool {
+/// How a round is solved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The per-node model alone.
+    PerNode,
+    /// The aggregated model alone.
+    Aggregated,
+    /// The aggregated model, then the per-node model started from the better of its plan and
+    /// the greedy one.
+    Both,
+}
+
+/// How the round is solved for a formulation.
+fn mode(inst: &Instance, topo: &Topology, formulation: Formulation) -> Mode {
     match formulation {
-        Formulation::Auto => per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT,
-        Formulation::PerNode => false,
-        Formulation::Aggregated => true,
+        Formulation::Auto if per_node_columns(inst, topo) > PER_NODE_COLUMN_LIMIT => {
+            Mode::Aggregated
+        }
+        Formulation::Auto => Mode::Both,
+        Formulation::PerNode => Mode::PerNode,
+        Formulation::Aggregated => Mode::Aggregated,
     }
 }
 
-/// Solve a round with a given backend: the greedy plan (while the aggregated model, for large
-/// rounds, solves on the other core), then, for the ILP, the solver's plan when it beats the
-/// greedy one, else the greedy plan with the [`Fallback`] that says why.
+/// Solve a round with a given backend: the greedy plan (while the aggregated model solves on
+/// the other core), then, for the ILP, the solver's plan when it beats the greedy one, else the
+/// greedy plan with the [`Fallback`] that says why.
 pub fn solve_with(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
@@ -180,23 +196,90 @@ pub fn solve_with(
 ) -> SolveOutcome {
     let budget = Budget::new(inst, opts.deadline);
     let ilp = opts.planner == PlannerKind::Ilp;
-    let aggregated = ilp && uses_aggregated(inst, topo, opts.formulation);
+    let mode = mode(inst, topo, opts.formulation);
+    let limit = match mode {
+        Mode::Both => budget.race_aggregated_time_limit(),
+        _ => budget.aggregated_time_limit(),
+    };
     // The aggregated model needs no MIP start: it runs while the greedy plans.
-    let early = (aggregated && budget.can_start_aggregated())
-        .then(|| aggregated::start(inst, topo, opts, Arc::clone(&backend), &budget));
+    let early = (ilp && mode != Mode::PerNode && budget.can_start_aggregated())
+        .then(|| aggregated::start(inst, topo, opts, Arc::clone(&backend), limit));
     let greedy = GreedyPlan::run(inst, topo, &budget);
     if !ilp {
         return SolveOutcome::heuristic("greedy", greedy.assignment, greedy.objective);
     }
-    let solved = match early {
-        Some(Ok(running)) => aggregated::finish(running, inst, topo, &budget, &greedy),
-        Some(Err(e)) => Err(Fallback::ThreadNotStarted(e.to_string())),
-        None if aggregated => Err(Fallback::NoTimeToStart),
-        None => solve_per_node(inst, topo, opts, backend, &budget, &greedy),
+    let solved = match (mode, early) {
+        (Mode::PerNode, _) => solve_per_node(inst, topo, opts, backend, &budget, &greedy),
+        (Mode::Both, early) => solve_both(early, inst, topo, opts, backend, &budget, &greedy),
+        (_, Some(Ok(running))) => aggregated::finish(running, inst, topo, &budget, &greedy),
+        (_, Some(Err(e))) => Err(Fallback::ThreadNotStarted(e.to_string())),
+        (_, None) => Err(Fallback::NoTimeToStart),
     };
     match solved {
         Ok(plan) => plan.into_outcome(greedy.objective, opts.mip_gap),
         Err(fallback) => fallback.into_outcome(greedy.assignment, greedy.objective),
+    }
+}
+
+/// Both models: the aggregated model's plan (when it beats greedy) is the per-node MIP's
+/// start, and the per-node model gets the rest of the round; the better plan is kept, with
+/// the lower of the two bounds (each is valid for the round). On rounds where the per-node
+/// model cannot close in time the aggregated plan and bound stand; where it can, its plan is
+/// at least the aggregated one.
+fn solve_both(
+    early: Option<std::io::Result<aggregated::Running>>,
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    opts: &SolveOptions,
+    backend: Arc<dyn MipBackend>,
+    budget: &Budget,
+    greedy: &GreedyPlan,
+) -> Result<SolverPlan, Fallback> {
+    let agg = match early {
+        Some(Ok(running)) => aggregated::finish(running, inst, topo, budget, greedy),
+        Some(Err(e)) => Err(Fallback::ThreadNotStarted(e.to_string())),
+        None => Err(Fallback::NoTimeToStart),
+    };
+    let start = match &agg {
+        Ok(a) => GreedyPlan {
+            assignment: a.assignment.clone(),
+            objective: a.objective,
+            took: greedy.took,
+        },
+        Err(_) => GreedyPlan {
+            assignment: greedy.assignment.clone(),
+            objective: greedy.objective,
+            took: greedy.took,
+        },
+    };
+    let exact = solve_per_node(inst, topo, opts, backend, budget, &start);
+    let lower = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    };
+    match (exact, agg) {
+        (Ok(e), Ok(a)) => {
+            let bound = lower(e.bound, a.bound);
+            let hit = e.time_limit_hit || a.time_limit_hit;
+            let mut best = if e.objective + TOLERANCE >= a.objective {
+                e
+            } else {
+                a
+            };
+            // As on the aggregated path, the plan is proven when the lower bound says so.
+            (best.bound, best.time_limit_hit, best.solved) = (bound, hit, true);
+            Ok(best)
+        }
+        (Ok(e), Err(f)) => Ok(SolverPlan {
+            bound: lower(e.bound, f.bound()),
+            ..e
+        }),
+        (Err(f), Ok(a)) => Ok(SolverPlan {
+            bound: lower(a.bound, f.bound()),
+            time_limit_hit: a.time_limit_hit || f.time_limit_hit(),
+            ..a
+        }),
+        (Err(f), Err(_)) => Err(f),
     }
 }
 
@@ -284,6 +367,7 @@ fn solve_per_node(
         solved: result.status == BackendStatus::Optimal,
         time_limit_hit: answered.time_limit_hit,
         note: None,
+        incumbent: None,
     })
 }
 

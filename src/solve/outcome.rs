@@ -27,6 +27,9 @@ pub struct SolveOutcome {
     pub greedy_objective: f64,
     /// Why the plan is the greedy one, when it is.
     pub note: Option<String>,
+    /// The aggregated model's own objective at its incumbent, where the plan came from it
+    /// (what the model's choice promised before it was placed node by node).
+    pub incumbent: Option<f64>,
 }
 
 /// The relative gap of `objective` against the upper bound `bound`.
@@ -47,6 +50,7 @@ impl SolveOutcome {
             time_limit_hit: false,
             greedy_objective: objective,
             note: None,
+            incumbent: None,
         }
     }
 
@@ -89,6 +93,8 @@ pub struct SolverPlan {
     pub time_limit_hit: bool,
     /// What the plan's report should say about how it was found.
     pub note: Option<String>,
+    /// The aggregated model's objective at its incumbent (see [`SolveOutcome::incumbent`]).
+    pub incumbent: Option<f64>,
 }
 
 impl SolverPlan {
@@ -131,6 +137,7 @@ impl SolverPlan {
             time_limit_hit: self.time_limit_hit,
             greedy_objective,
             note: self.note,
+            incumbent: self.incumbent,
         }
     }
 }
@@ -395,6 +402,7 @@ mod tests {
             solved,
             time_limit_hit: false,
             note: None,
+            incumbent: None,
         };
         assert_eq!(
             plan(100.5, true).into_outcome(90.0, 0.01).status,

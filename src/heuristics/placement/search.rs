@@ -271,7 +271,6 @@ fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) ->
         if counts.len() as u32 >= limit {
             return None;
         }
-        // Best fit for the last piece: the smallest node that holds all that is left.
         let last = avail
             .iter()
             .filter(|&&(n, a)| {
@@ -282,13 +281,24 @@ fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) ->
             counts.push((n, left));
             break;
         }
-        let next = by_size
+        // The largest node left, taking what its CPU and memory leave room for (a node short
+        // of CPU for all its free GPUs still takes part of the gang).
+        let (n, take) = by_size
             .iter()
-            .find(|&&(n, a)| !used.contains(&n) && state.fits_resources(n, job, a.min(left)))?;
-        let take = next.1.min(left);
-        counts.push((next.0, take));
-        used.insert(next.0);
+            .filter(|&&(n, _)| !used.contains(&n))
+            .map(|&(n, a)| (n, resource_cap(state, job, n, a.min(left))))
+            .find(|&(_, take)| take > 0)?;
+        counts.push((n, take));
+        used.insert(n);
         left -= take;
     }
     Some(counts)
+}
+
+/// The most of `job`'s GPUs, at most `most`, node n has CPU and memory for.
+fn resource_cap(state: &RoundState, job: &PendingJob, n: NodeIx, most: u32) -> u32 {
+    (1..=most)
+        .rev()
+        .find(|&g| state.fits_resources(n, job, g))
+        .unwrap_or(0)
 }

@@ -14,6 +14,7 @@
 
 use super::compact::CompactGang;
 use super::packing::TypeTake;
+use super::resources::{level, ResourceUse};
 use super::spread::SpreadFloor;
 use crate::instance::Instance;
 use crate::model::MipModel;
@@ -24,8 +25,19 @@ use good_lp::{variable, Expression, Variable, VariableDefinition};
 use std::collections::BTreeMap;
 
 /// What makes jobs interchangeable for capacity: accepted types, size, share, shape, whether
-/// they sit on one node, tenant, priority.
-type Key = (Vec<bool>, u32, Option<u32>, Option<u32>, bool, usize, i64);
+/// they sit on one node, tenant, priority, and the levels of CPU and memory per GPU
+/// ([`super::resources::level`]; 0 where no node limits the resource).
+type Key = (
+    Vec<bool>,
+    u32,
+    Option<u32>,
+    Option<u32>,
+    bool,
+    usize,
+    i64,
+    u64,
+    u64,
+);
 
 /// The slots and digits rows of each (type, size level), built up by the classes.
 pub type LevelRows = BTreeMap<(usize, u32), (Expression, Expression)>;
@@ -43,6 +55,8 @@ pub struct Demand {
     pub level_rows: LevelRows,
     /// Per tenant: (GPUs per job, n_c) of its GPU classes.
     pub tenant_starts: Vec<Vec<(f64, Variable)>>,
+    /// Per type: what each class of whole GPUs asks for the CPU and memory rows.
+    pub resource_users: Vec<Vec<ResourceUse>>,
 }
 
 /// Group the jobs into classes and add their variables and value rows.
@@ -54,6 +68,15 @@ pub fn build(
     m: &mut MipModel,
 ) -> Demand {
     let ntypes = topo.type_names.len();
+    let cpu_limited = inst.nodes.iter().any(|n| n.cpu_milli.is_some());
+    let mem_limited = inst.nodes.iter().any(|n| n.memory_mib.is_some());
+    let per_gpu = |limited: bool, total: u64, gpus: u32| {
+        if limited {
+            level(total / gpus.max(1) as u64)
+        } else {
+            0
+        }
+    };
     let mut class_of: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
     for (j, job) in inst.pending.iter().enumerate() {
         if job.gpus == 0 {
@@ -65,6 +88,9 @@ pub fn build(
         {
             continue;
         }
+        if !spread_floor.can_start(job) {
+            continue; // no placement of the job exists in any plan
+        }
         let key: Key = (
             topo.type_mask(job),
             job.gpus,
@@ -73,6 +99,8 @@ pub fn build(
             job.node_limit() == 1,
             job.tenant,
             job.priority,
+            per_gpu(cpu_limited, job.cpu_milli, job.gpus),
+            per_gpu(mem_limited, job.memory_mib, job.gpus),
         );
         class_of.entry(key).or_default().push(j);
     }
@@ -80,6 +108,7 @@ pub fn build(
         type_users: vec![Vec::new(); ntypes],
         takes: (0..ntypes).map(|_| Vec::new()).collect(),
         tenant_starts: vec![Vec::new(); inst.tenants.len()],
+        resource_users: vec![Vec::new(); ntypes],
         ..Demand::default()
     };
     for (key, members) in &class_of {
@@ -118,7 +147,7 @@ fn gpu_class(
 ) {
     let int = |v: VariableDefinition| if integer { v.integer() } else { v };
     let units_are_nodes = topo.units == inst.nodes.len();
-    let (mask, gpus, milli, gpn, one_node, _, prio) = key;
+    let (mask, gpus, milli, gpn, one_node, _, prio, cpu, mem) = key;
     let n_c = m
         .problem
         .add(int(variable().min(0).max(members.len() as f64)));
@@ -136,6 +165,21 @@ fn gpu_class(
         sum_x += x;
         let per_job = milli.map_or(*gpus as f64, gpu_units);
         demand.type_users[t].push((*prio, per_job, x));
+        if milli.is_none() {
+            let (piece, pieces) = match (gpn, one_node) {
+                (_, true) => (*gpus, 1),
+                (Some(k), false) => (*k, *gpus / k.max(&1)),
+                _ => (0, 0),
+            };
+            demand.resource_users[t].push(ResourceUse {
+                cpu: *cpu,
+                mem: *mem,
+                gpus: *gpus,
+                piece,
+                pieces,
+                x,
+            });
+        }
         demand.takes[t].push(TypeTake {
             least: if milli.is_some() { 0.0 } else { *gpus as f64 },
             most: *gpus as f64,

@@ -36,14 +36,16 @@
 //! x_ct is integer where a job of the class lands on one type (one-node jobs, one accepted
 //! type); a multi-node gang accepting several types may mix them, so its x_ct is continuous.
 //! Spread and packing enter through floors that no placement can beat ([`spread`],
-//! [`packing`]); CPU, memory and the locality of multi-node gangs beyond those floors are left
-//! out: all on the safe side for the bound. A second stage
+//! [`packing`]); CPU and memory enter per type and level of CPU (memory) per GPU
+//! ([`resources`]); the locality of multi-node gangs beyond those floors is left out: all on
+//! the safe side for the bound. A second stage
 //! (`solve`) places the chosen jobs first with the greedy machinery, so the returned plan is
 //! always concrete and valid, and never worse than greedy.
 //!
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
-//! priority), [`slots`] (size levels), [`compact`], [`spread`] and [`packing`]; quotas and
+//! priority), [`resources`] (CPU and memory), [`slots`] (size levels), [`compact`], [`spread`]
+//! and [`packing`]; quotas and
 //! fairness are the per-node model's rows ([`crate::model::quota`],
 //! [`crate::model::fairness`]) over the class counts.
 
@@ -51,6 +53,7 @@ pub mod capacity;
 pub mod classes;
 pub mod compact;
 pub mod packing;
+pub mod resources;
 pub mod slots;
 pub mod spread;
 pub mod supply;
@@ -111,6 +114,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let mut spread_floor = spread::SpreadFloor::new(inst, topo, &supply.offers);
     let demand = classes::build(inst, topo, integer, &mut spread_floor, &mut m);
     capacity::add(&supply, &demand, &mut m);
+    resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     let classes::Demand {
         classes,
         takes,

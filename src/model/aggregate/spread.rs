@@ -10,13 +10,19 @@
 //! spread_j >= w g_j ((s_node - 1) max(0, U_j - u_j) + (s_rack - 1)(R_j - 1) + (s_pod - 1)(P_j - 1))
 //! ```
 //!
+//! pot_n is also capped by the CPU and memory the job could have there: floor((c_n + the
+//! shares of every preemptible job on n) / rho_j), rho_j its CPU per GPU (rounded down to
+//! its level, [`super::resources::level`]), and the same for memory.
+//!
 //! with u_j the job's baseline units ([`Topology::min_units`]) and s the workload's slowdowns.
 //! Levels are joined where that is cheap: a placement inside one rack uses at least U_j^r
 //! units (the fewest units of the best single rack), one that leaves the rack at least two
 //! racks, so the floor is min(penalty(U_j^r, 1 rack, 1 pod), penalty(U_j, max(2, R_j), P_j)). The aggregated model prices a start of
 //! j at its value minus this floor, which keeps its bound valid.
 
+use super::resources::level;
 use crate::instance::{Instance, PendingJob};
+use crate::state::{resource_share, ClusterState};
 use crate::topology::{spread_penalty, Span, Topology};
 use std::collections::{BTreeMap, HashMap};
 
@@ -31,7 +37,59 @@ pub struct SpreadFloor<'a> {
     /// Per node: (priority a job must exceed, GPUs): free GPUs at `i64::MIN`, then the GPUs of
     /// each preemptible running job at its priority.
     offers: &'a [Vec<(i64, u32)>],
-    levels: HashMap<(Vec<bool>, Option<u32>, i64), Reach>,
+    /// Per node: the CPU and memory any job could have there.
+    room: Vec<NodeResources>,
+    levels: HashMap<ReachKey, Reach>,
+}
+
+/// What a job's reach depends on: accepted types, GPUs per node, priority, CPU and memory
+/// levels per GPU.
+type ReachKey = (Vec<bool>, Option<u32>, i64, u64, u64);
+
+/// A node's CPU and memory left with every preemptible running job's share counted free
+/// (`None`: unlimited). CPU and memory freed by a victim may go to any job, whatever its
+/// priority, so every preemptible job's share is counted.
+struct NodeResources {
+    cpu: Option<u64>,
+    mem: Option<u64>,
+}
+
+impl NodeResources {
+    /// The GPUs a job of `cpu` and `mem` per GPU could take here at most, by CPU and memory
+    /// (`u32::MAX`: no limit).
+    fn gpu_cap(&self, cpu: u64, mem: u64) -> u32 {
+        let cap = |left: Option<u64>, per_gpu: u64| match left {
+            Some(left) if per_gpu > 0 => (left / per_gpu).min(u32::MAX as u64) as u32,
+            _ => u32::MAX,
+        };
+        cap(self.cpu, cpu).min(cap(self.mem, mem))
+    }
+}
+
+/// Every node's [`NodeResources`].
+fn node_resources(inst: &Instance) -> Vec<NodeResources> {
+    let before = ClusterState::new(inst);
+    let left = |x: Option<i64>| x.map(|v| v.max(0) as u64);
+    let mut room: Vec<NodeResources> = (0..inst.nodes.len())
+        .map(|n| NodeResources {
+            cpu: left(before.cpu_free[n]),
+            mem: left(before.mem_free[n]),
+        })
+        .collect();
+    for r in inst
+        .running
+        .iter()
+        .filter(|r| r.preemptible && inst.policy.preemption)
+    {
+        let total = r.gpu_count();
+        for (n, idx) in &r.gpus {
+            let share = |t: u64| resource_share(t, idx.len() as u32, total);
+            let room = &mut room[*n];
+            room.cpu = room.cpu.map(|c| c + share(r.cpu_milli));
+            room.mem = room.mem.map(|m| m + share(r.memory_mib));
+        }
+    }
+    room
 }
 
 impl<'a> SpreadFloor<'a> {
@@ -41,8 +99,42 @@ impl<'a> SpreadFloor<'a> {
             inst,
             topo,
             offers,
+            room: node_resources(inst),
             levels: HashMap::new(),
         }
+    }
+
+    /// Whether job j could start at all: the fewest nodes whose reach holds it are within its
+    /// node limit (`max_nodes`, `gpus_per_node`, `within: node`) and, with `within: rack`,
+    /// some one rack holds it. Reach counts every GPU the job could ever take (free, or held
+    /// by preemptible work below it, capped by CPU and memory), so a job this rejects has no
+    /// placement in any plan. (Where node units are not nodes, every job passes.)
+    pub fn can_start(&mut self, job: &PendingJob) -> bool {
+        if job.gpus == 0 || job.is_sharer() || self.topo.units != self.inst.nodes.len() {
+            return true;
+        }
+        let g = job.gpus as u64;
+        let reach = self.reach(job);
+        let fits_nodes = fewest(&reach.units, g).is_some_and(|u| u <= job.node_limit());
+        let fits_rack = job.within != Some(crate::instance::Locality::Rack)
+            || reach.units_in_rack.iter().any(|p| fewest(p, g).is_some());
+        fits_nodes && fits_rack
+    }
+
+    /// The reach of job j's key, computed on first use.
+    fn reach(&mut self, job: &PendingJob) -> &Reach {
+        let per_gpu = |total: u64| level(total / job.gpus.max(1) as u64);
+        let key = (
+            self.topo.type_mask(job),
+            job.gpus_per_node,
+            job.priority,
+            per_gpu(job.cpu_milli),
+            per_gpu(job.memory_mib),
+        );
+        let (inst, topo, offers, room) = (self.inst, self.topo, self.offers, &self.room);
+        self.levels
+            .entry(key)
+            .or_insert_with_key(|key| Reach::new(inst, topo, offers, room, key))
     }
 
     /// The floor of job j's spread penalty, 0 for jobs of one GPU or none.
@@ -61,14 +153,8 @@ impl<'a> SpreadFloor<'a> {
         {
             return 0.0; // (a slowdown below 1 would make the penalty fall with the span)
         }
-        let key = (self.topo.type_mask(job), job.gpus_per_node, job.priority);
-        let (inst, topo, offers) = (self.inst, self.topo, self.offers);
-        let reach = self
-            .levels
-            .entry(key)
-            .or_insert_with_key(|(mask, per_node, priority)| {
-                Reach::new(inst, topo, offers, mask, *per_node, *priority)
-            });
+        let (inst, topo) = (self.inst, self.topo);
+        let reach = self.reach(job);
         let g = job.gpus as u64;
         let (Some(units), Some(racks), Some(pods)) = (
             fewest(&reach.units, g),
@@ -126,10 +212,11 @@ impl Reach {
         inst: &Instance,
         topo: &Topology,
         offers: &[Vec<(i64, u32)>],
-        mask: &[bool],
-        per_node: Option<u32>,
-        priority: i64,
+        room: &[NodeResources],
+        key: &ReachKey,
     ) -> Self {
+        let (mask, per_node, priority, cpu, mem) = key;
+        let (per_node, priority) = (*per_node, *priority);
         let mut units = vec![0u64; topo.units];
         let mut racks = vec![0u64; inst.racks.len().max(1)];
         let mut pods = vec![0u64; inst.pods.len().max(1)];
@@ -143,7 +230,9 @@ impl Reach {
                 .filter(|(p, _)| *p < priority)
                 .map(|(_, g)| g)
                 .sum();
-            let pot = per_node.map_or(reach, |k| reach.min(k)) as u64;
+            let pot = per_node
+                .map_or(reach, |k| reach.min(k))
+                .min(room[n].gpu_cap(*cpu, *mem)) as u64;
             if pot == 0 {
                 continue;
             }

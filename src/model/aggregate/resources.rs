@@ -1,0 +1,244 @@
+//! CPU and memory per GPU type, in blocks of L GPUs. A job of rho CPU per GPU that puts P of
+//! its GPUs on node n takes at least rho P of the node's CPU (its share is ceil(total P /
+//! gpus)), so it holds floor(P / L) blocks of L GPUs and rho L CPU there; the blocks of such
+//! jobs on n are at most min(floor(f_n / L), floor(c_n / (rho L))), f_n the node's free GPUs
+//! and c_n its free CPU, and never more than the node holds when empty. Summed over the nodes
+//! of type t, for every level rho of the classes on t and every block size L (1, and the
+//! per-node piece P of one-node and fixed-shape classes):
+//!
+//! ```text
+//! sum_{c on t: rho_c >= rho, P_c >= L} b_c,L x_ct
+//!     <= sum_{n of t} min(floor(f_n / L), floor(c_n / (rho L)))
+//!        + sum_{k victim on n of t} max(ceil(g_kn / L), ceil(cpu_kn / (rho L))) p_k
+//! ```
+//!
+//! with b_c,1 = g_c (every class of whole GPUs, multi-node gangs included) and b_c,L = s_c
+//! floor(P_c / L) for L > 1 (s_c pieces per job: 1 for one-node jobs, g_c / gpus_per_node
+//! for fixed shapes); the same for memory. The victims' term holds because min(a + b, c + d)
+//! <= min(a, c) + max(b, d) and floor(x + y) <= floor(x) + ceil(y); a node whose free room
+//! already reaches what it holds when empty (min(floor(G_n / L), floor(C_n / (rho L))), G_n its
+//! usable GPUs, C_n its CPU) gains nothing from its victims, so their terms are left out there.
+//! Every class may use every victim (the GPU rows keep the priorities); a victim sharing a GPU
+//! is counted as freeing it. Sharers and nodes without a CPU or memory size are left out of
+//! the left side, and classes are keyed by their level ([`level`]: the job's
+//! amount per GPU rounded down to 16 steps an octave), so each row holds for every real
+//! placement. A row is added only where the resource cuts some node's blocks, and not when
+//! the row of the next lower level has the same right side (that row dominates it).
+
+use super::supply::Supply;
+use crate::instance::Instance;
+use crate::model::MipModel;
+use crate::state::{resource_share, ClusterState, GpuUse};
+use crate::topology::Topology;
+use good_lp::{Expression, Variable};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A job's amount per GPU, rounded down to one of 16 levels an octave (0 stays 0): classes
+/// keyed by it stay few, and the level never exceeds the job's amount.
+pub fn level(per_gpu: u64) -> u64 {
+    if per_gpu < 32 {
+        return per_gpu;
+    }
+    let step = 1u64 << (63 - per_gpu.leading_zeros() - 4);
+    per_gpu / step * step
+}
+
+/// The two resources.
+#[derive(Clone, Copy)]
+enum Resource {
+    Cpu,
+    Memory,
+}
+
+/// What one node offers one resource: free and usable GPUs, the resource left and its size
+/// (`None`: unlimited), and (GPUs, amount, p_k) of each victim on it.
+struct NodeRoom {
+    free: u32,
+    usable: u32,
+    left: Option<i64>,
+    size: Option<u64>,
+    victims: Vec<(u32, u64, Variable)>,
+}
+
+/// What a class of whole GPUs asks of a type, for these rows.
+#[derive(Clone, Copy)]
+pub struct ResourceUse {
+    /// CPU level per GPU.
+    pub cpu: u64,
+    /// Memory level per GPU.
+    pub mem: u64,
+    /// GPUs per job.
+    pub gpus: u32,
+    /// GPUs per node of one piece (one-node jobs: the job; fixed shapes: gpus_per_node; 0
+    /// for gangs of no fixed shape).
+    pub piece: u32,
+    /// Pieces per job.
+    pub pieces: u32,
+    /// x_ct.
+    pub x: Variable,
+}
+
+impl ResourceUse {
+    /// b_c,L: the blocks of L GPUs one job holds (0 when it holds none for sure).
+    fn blocks(&self, l: u32) -> f64 {
+        if l == 1 {
+            self.gpus as f64
+        } else {
+            (self.pieces * (self.piece / l)) as f64
+        }
+    }
+}
+
+/// Add the CPU and memory rows of every type (`resource_users`: per type, the classes' uses).
+pub fn add(
+    inst: &Instance,
+    topo: &Topology,
+    before: &ClusterState,
+    supply: &Supply,
+    resource_users: &[Vec<ResourceUse>],
+    m: &mut MipModel,
+) {
+    for resource in [Resource::Cpu, Resource::Memory] {
+        let rooms = node_rooms(inst, before, supply, resource);
+        for (t, users) in resource_users.iter().enumerate() {
+            let nodes: Vec<&NodeRoom> = (0..inst.nodes.len())
+                .filter(|&n| topo.node_type[n] == t)
+                .map(|n| &rooms[n])
+                .collect();
+            type_rows(users, &nodes, resource, m);
+        }
+    }
+}
+
+/// The rows of one type and resource, over its classes and nodes.
+fn type_rows(users: &[ResourceUse], nodes: &[&NodeRoom], resource: Resource, m: &mut MipModel) {
+    let amount = |u: &ResourceUse| match resource {
+        Resource::Cpu => u.cpu,
+        Resource::Memory => u.mem,
+    };
+    let levels: BTreeSet<u64> = users.iter().map(amount).filter(|&a| a > 0).collect();
+    let mut blocks: BTreeSet<u32> = users.iter().map(|u| u.piece).filter(|&p| p > 1).collect();
+    blocks.insert(1);
+    for &l in &blocks {
+        let mut previous: Option<RowTerms> = None;
+        for &rho in &levels {
+            let Some(terms) = row_terms(nodes, rho, l) else {
+                continue;
+            };
+            if previous.as_ref() == Some(&terms) {
+                continue;
+            }
+            let mut lhs = Expression::from(0.0);
+            let mut any = false;
+            for u in users.iter().filter(|u| amount(u) >= rho) {
+                let b = u.blocks(l);
+                if b > 0.0 {
+                    lhs.add_mul(b, u.x);
+                    any = true;
+                }
+            }
+            if any {
+                for &(coef, p) in &terms.1 {
+                    lhs.add_mul(-coef, p);
+                }
+                m.constraints.push(lhs.leq(terms.0));
+            }
+            previous = Some(terms);
+        }
+    }
+}
+
+/// The right side of a row: the static capacity and the victims' coefficients.
+type RowTerms = (f64, Vec<(f64, Variable)>);
+
+/// The right side of the row of level `rho` and blocks of `l` GPUs over `nodes`; `None`
+/// when the resource cuts no node's blocks.
+fn row_terms(nodes: &[&NodeRoom], rho: u64, l: u32) -> Option<RowTerms> {
+    let (mut cap, mut cut, mut victims) = (0.0, false, Vec::new());
+    let per_block = rho * l as u64;
+    for room in nodes {
+        let by_gpus = (room.free / l) as u64;
+        let (Some(left), Some(size)) = (room.left, room.size) else {
+            cap += by_gpus as f64;
+            victims.extend(
+                room.victims
+                    .iter()
+                    .map(|&(g, _, p)| (g.div_ceil(l) as f64, p)),
+            );
+            continue;
+        };
+        let fit = (left.max(0) as u64 / per_block).min(by_gpus);
+        let most = (size / per_block).min((room.usable / l) as u64);
+        cut |= fit < by_gpus;
+        cap += fit as f64;
+        if fit < most {
+            for &(g, amount, p) in &room.victims {
+                let coef = (g.div_ceil(l) as u64).max(amount.div_ceil(per_block));
+                victims.push((coef.min(most - fit) as f64, p));
+            }
+        }
+    }
+    cut.then_some((cap, victims))
+}
+
+/// Every node's room for one resource.
+fn node_rooms(
+    inst: &Instance,
+    before: &ClusterState,
+    supply: &Supply,
+    resource: Resource,
+) -> Vec<NodeRoom> {
+    (0..inst.nodes.len())
+        .map(|n| {
+            let mut free = 0;
+            let usable = before.gpus[n]
+                .iter()
+                .filter(|u| **u != GpuUse::Down)
+                .count() as u32;
+            let mut held: BTreeMap<usize, u32> = BTreeMap::new();
+            for u in &before.gpus[n] {
+                match u {
+                    GpuUse::Free => free += 1,
+                    GpuUse::Whole(k) if supply.preempt[*k].is_some() => {
+                        *held.entry(*k).or_default() += 1
+                    }
+                    GpuUse::Shared { jobs, .. } => {
+                        for &k in jobs.iter().filter(|&&k| supply.preempt[k].is_some()) {
+                            *held.entry(k).or_default() += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let victims = held
+                .into_iter()
+                .map(|(k, g)| {
+                    let r = &inst.running[k];
+                    let total = match resource {
+                        Resource::Cpu => r.cpu_milli,
+                        Resource::Memory => r.memory_mib,
+                    };
+                    // The job's share on the node counts every GPU it holds there, down or not.
+                    let on = r
+                        .gpus
+                        .iter()
+                        .find(|(node, _)| *node == n)
+                        .map_or(g, |(_, idx)| idx.len() as u32);
+                    let amount = resource_share(total, on, r.gpu_count());
+                    (g, amount, supply.preempt[k].expect("a victim"))
+                })
+                .collect();
+            let (left, size) = match resource {
+                Resource::Cpu => (before.cpu_free[n], inst.nodes[n].cpu_milli),
+                Resource::Memory => (before.mem_free[n], inst.nodes[n].memory_mib),
+            };
+            NodeRoom {
+                free,
+                usable,
+                left,
+                size,
+                victims,
+            }
+        })
+        .collect()
+}

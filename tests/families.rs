@@ -1,0 +1,203 @@
+//! Every generator family on small rounds, solved with the aggregated model against the exact
+//! per-node model (the oracle): the aggregated bound is never below any plan's objective, the
+//! plans validate and are never worse than greedy, the same round gives the same plan, on
+//! most rounds the aggregated plan is within 0.5% of the exact optimum, and `auto` (both
+//! models) is within 0.5% of it on all but at most one and never below the aggregated plan.
+
+use gangplan::gen::{generate, Family, GenParams};
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::validate::validate;
+use gangplan::instance::Instance;
+use gangplan::plan::{render_plan, validate_plan};
+use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
+use gangplan::topology::Topology;
+use std::sync::Arc;
+
+/// A small round of `family`: 8 nodes in racks of 4, 16 pending jobs.
+fn round(family: Family, seed: u64) -> (Arc<Instance>, Arc<Topology>) {
+    let p = GenParams {
+        nodes: 8,
+        pending: 16,
+        seed,
+        nodes_per_rack: 4,
+        racks_per_pod: 2,
+        time_limit: 20.0,
+        max_gang: 16,
+        family,
+        ..Default::default()
+    };
+    let inst = Arc::new(validate(&generate(&p), &ModelLibrary::builtin()).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    (inst, topo)
+}
+
+fn run(inst: &Arc<Instance>, topo: &Arc<Topology>, formulation: Formulation) -> SolveOutcome {
+    let opts = SolveOptions {
+        formulation,
+        mip_gap: 1e-4,
+        ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
+    };
+    solve(inst, topo, &opts)
+}
+
+fn check_valid(inst: &Instance, out: &SolveOutcome, what: &str) {
+    validate_plan(
+        inst,
+        &render_plan(inst, &out.assignment, out.status, out.solver_info(0.0)),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.objective + 1e-7 >= out.greedy_objective,
+        "{what}: plan {} below greedy {}",
+        out.objective,
+        out.greedy_objective
+    );
+}
+
+#[test]
+fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
+    let (mut compared, mut close, mut auto_close) = (0, 0, 0);
+    let mut worst: Vec<(f64, String)> = Vec::new();
+    for family in Family::ALL {
+        for seed in 1..=3 {
+            let what = format!("{} seed {seed}", family.name());
+            let (inst, topo) = round(family, seed);
+            let exact = run(&inst, &topo, Formulation::PerNode);
+            let agg = run(&inst, &topo, Formulation::Aggregated);
+            let auto = run(&inst, &topo, Formulation::Auto);
+            check_valid(&inst, &exact, &format!("{what} per-node"));
+            check_valid(&inst, &agg, &format!("{what} aggregated"));
+            check_valid(&inst, &auto, &format!("{what} auto"));
+            // auto starts the per-node model from the aggregated plan: never below it.
+            assert!(
+                auto.objective + 1e-6 >= agg.objective,
+                "{what}: auto {} below aggregated {}",
+                auto.objective,
+                agg.objective
+            );
+            for (name, out) in [("per-node", &exact), ("aggregated", &agg), ("auto", &auto)] {
+                if let Some(b) = out.bound {
+                    assert!(
+                        b + 1e-6
+                            >= out
+                                .objective
+                                .max(exact.objective)
+                                .max(agg.objective)
+                                .max(auto.objective),
+                        "{what}: {name} bound {b} below a plan's objective (per-node {}, aggregated {})",
+                        exact.objective,
+                        agg.objective
+                    );
+                }
+            }
+            if exact.time_limit_hit {
+                continue;
+            }
+            assert!(
+                exact.objective + 1e-6 >= agg.objective,
+                "{what}: aggregated plan {} above the exact optimum {}",
+                agg.objective,
+                exact.objective
+            );
+            compared += 1;
+            let loss = (exact.objective - agg.objective) / exact.objective.abs().max(1.0);
+            if loss <= 0.005 {
+                close += 1;
+            }
+            if (exact.objective - auto.objective) / exact.objective.abs().max(1.0) <= 0.005 {
+                auto_close += 1;
+            }
+            worst.push((loss, what));
+        }
+    }
+    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!(
+        "auto within 0.5% of the exact optimum on {auto_close} of {compared} rounds; \
+         aggregated on {close}; worst aggregated: {:?}",
+        &worst[..worst.len().min(5)]
+    );
+    assert!(compared >= 20, "too few rounds solved exactly ({compared})");
+    assert!(
+        auto_close + 1 >= compared,
+        "auto is within 0.5% of the exact optimum on only {auto_close} of {compared} rounds"
+    );
+    assert!(
+        close * 10 >= compared * 8,
+        "the aggregated plan is within 0.5% of the exact optimum on only {close} of {compared} rounds"
+    );
+}
+
+#[test]
+fn the_same_round_gives_the_same_plan_in_every_family() {
+    for family in Family::ALL {
+        let (inst, topo) = round(family, 4);
+        for formulation in [Formulation::Aggregated, Formulation::Auto] {
+            let a = run(&inst, &topo, formulation);
+            let b = run(&inst, &topo, formulation);
+            assert_eq!(
+                a.assignment,
+                b.assignment,
+                "{} {formulation:?}: two solves gave different plans",
+                family.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_family_generates_what_it_is_named_for() {
+    let lib = ModelLibrary::builtin();
+    let p = |family| GenParams {
+        nodes: 64,
+        pending: 200,
+        seed: 2,
+        family,
+        ..Default::default()
+    };
+    for family in Family::ALL {
+        let raw = generate(&p(family));
+        assert_eq!(
+            raw,
+            generate(&p(family)),
+            "{}: not deterministic",
+            family.name()
+        );
+        validate(&raw, &lib).unwrap_or_else(|e| panic!("{}: {e:?}", family.name()));
+    }
+    // GPU types mix inside one rack.
+    let raw = generate(&p(Family::MixedTypes));
+    let rack0: std::collections::BTreeSet<_> = raw
+        .nodes
+        .iter()
+        .filter(|n| n.rack.as_deref() == Some("r000"))
+        .map(|n| n.model.clone())
+        .collect();
+    assert!(rack0.len() > 1, "rack r000 has one hardware model");
+    // Whole-node fill: every node is either empty or full.
+    let raw = generate(&p(Family::WholeNodes));
+    for n in &raw.nodes {
+        let held: usize = raw
+            .running
+            .iter()
+            .filter_map(|r| r.gpus.get(&n.name))
+            .map(|g| g.len())
+            .sum();
+        let gpus = if n.model.as_deref() == Some("l40s-pcie-4x") {
+            4
+        } else {
+            8
+        };
+        assert!(
+            held == 0 || held + n.down.len() == gpus,
+            "{} is part full",
+            n.name
+        );
+    }
+    // Sharers run and wait; quotas bind on most tenants.
+    assert!(generate(&p(Family::Sharers))
+        .running
+        .iter()
+        .any(|r| r.gpu_milli.is_some()));
+    let tenants = generate(&p(Family::Quotas)).tenants.unwrap();
+    assert!(tenants.iter().filter(|t| t.quota.is_some()).count() >= 4);
+}
