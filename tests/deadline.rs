@@ -5,29 +5,16 @@
 //!
 //! The two rounds run one after the other in one test so that they do not share the cores.
 
+mod binary;
+
+use binary::{run, text};
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// Exit code of a refusal for the time limit.
 const TIME_LIMIT: i32 = 8;
 /// Wall time allowed past the limit.
 const RESERVE: Duration = Duration::from_secs(1);
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_gangplan")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).to_string()
-}
 
 /// Generate a round of `nodes` 8-GPU nodes (mixed types, `within`, `cpu_milli`) and `pending`
 /// gangs, solve it with `limit` seconds, and check the outcome.

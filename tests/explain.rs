@@ -95,6 +95,13 @@ const REASONS: &[(&str, &str, &str, &str, &[&str])] = &[
         &["tenant B's quota is 24 GPUs; this job alone needs 32"],
     ),
     (
+        "reason-quota-sharer",
+        "a-share",
+        "unschedulable",
+        "quota",
+        &["tenant A holds 2 GPUs of its quota 2 after this round; this job needs 0.250 more"],
+    ),
+    (
         "reason-competition",
         "low",
         "unschedulable",

@@ -4,23 +4,11 @@
 //! before the solve; YAML output reads alike in YAML 1.1 and 1.2; `validate` checks every
 //! placement field and caps what it prints.
 
+mod binary;
+
+use binary::{run, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_gangplan")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).to_string()
-}
 
 fn quickstart() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/quickstart.yaml")

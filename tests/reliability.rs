@@ -24,24 +24,12 @@ use gangplan::solve::{
 use gangplan::topology::Topology;
 use gangplan::Error;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_gangplan")
-}
+mod binary;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).to_string()
-}
+use binary::{run, text};
 
 fn gen_file(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
     let path = dir.join(name);

@@ -82,6 +82,10 @@ fn io(e: std::io::Error) -> Failure {
     Failure::new(exit::IO, e.into())
 }
 
+fn lib_io(e: gangplan::Error) -> Failure {
+    Failure::new(exit::IO, e.into())
+}
+
 /// The families named by `--family` (`all`: every one).
 fn families(names: &[String]) -> Result<Vec<Family>, Failure> {
     let mut out = Vec::new();
@@ -165,10 +169,10 @@ fn rounds(a: &BenchArgs, dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> 
                 let file = format!("{}-{name}-{busy}-s{}.json", family.name(), a.seed);
                 if let Some(save) = &a.save {
                     std::fs::create_dir_all(save).map_err(io)?;
-                    std::fs::write(save.join(&file), &text).map_err(io)?;
+                    gangplan::fsutil::write_atomic(&save.join(&file), &text).map_err(lib_io)?;
                 }
                 let path = dir.join(file);
-                std::fs::write(&path, text).map_err(io)?;
+                gangplan::fsutil::write_atomic(&path, &text).map_err(lib_io)?;
                 out.push((round, path));
             }
         }
@@ -216,11 +220,11 @@ fn bench_round(
     let out = solve(&inst, &topo, &opts);
     let plan = render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0));
     validate_plan(&inst, &plan).map_err(|e| internal(format!("{name}: {e}")))?;
-    std::fs::write(
-        dir.join("plan.json"),
-        serde_json::to_vec(&plan).map_err(|e| internal(e.to_string()))?,
+    gangplan::fsutil::write_atomic(
+        &dir.join("plan.json"),
+        &serde_json::to_vec(&plan).map_err(|e| internal(e.to_string()))?,
     )
-    .map_err(io)?;
+    .map_err(lib_io)?;
     let wall = started.elapsed().as_secs_f64();
     // Greedy alone, for its time and GPUs placed.
     let g_started = Instant::now();

@@ -311,6 +311,7 @@ mod tests {
             solved: true,
             time_limit_hit: false,
             note: None,
+            incumbent: None,
         }
         .into_outcome(0.0, 0.01)
     }
