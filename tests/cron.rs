@@ -438,7 +438,7 @@ fn stability_keeps_last_rounds_placement_when_still_good() {
         )]),
         ..Default::default()
     };
-    let p = plan_with_memory(inst, PlannerKind::Ilp, &mem).unwrap();
+    let p = plan_with_memory(inst, PlannerKind::Ilp, &mem, std::time::Instant::now()).unwrap();
     assert!(p.plan.placements[0].gpus.contains_key(other));
 }
 

@@ -47,8 +47,10 @@ Exit codes:
   3  `validate`: the plan breaks a rule of the SPEC (each violation is printed)
   4  internal failure: a planner produced an invalid plan (nothing is written) or a bug was caught
   5  another planning round holds the lock
-  6  output could not be written
+  6  output could not be written, or --write-model's folder does not exist
   7  `discover`: NVML (libnvidia-ml.so.1, from the NVIDIA driver) is missing or sees no GPU
+  8  `solve`, `plan`: the instance was not read within --time-limit, or too little of the limit
+     was left to plan and write it (nothing is written)
 
 Examples:
   gangplan solve instances/quickstart.yaml

@@ -250,7 +250,8 @@ pub fn run(a: PlanArgs) -> Result<i32, Failure> {
     }
     // A person at a terminal also gets the plan as a table on stdout.
     let table_of = std::io::stdout().is_terminal().then(|| inst.clone());
-    let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
+    let planned =
+        plan_with_memory(inst, a.cron.planner, &memory, started).map_err(Failure::from_lib)?;
     log_planned(&planned);
     write_outputs(round_outputs(&a.cron, &planned.plan, &a.out, true)?)?;
     if let Some(inst) = &table_of {

@@ -230,7 +230,8 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         in_flight = round.in_flight.len(),
         "read cluster state"
     );
-    let planned = plan_with_memory(inst, a.cron.planner, &memory).map_err(Failure::from_lib)?;
+    let planned =
+        plan_with_memory(inst, a.cron.planner, &memory, started).map_err(Failure::from_lib)?;
     log_planned(&planned);
     let plan = &planned.plan;
     let actions =
