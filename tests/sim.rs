@@ -582,3 +582,32 @@ fn fgd_scores_like_the_artifact_and_measures_against_its_typical_pods() {
     assert_eq!(d.types[1].0.gpus, 0, "CPU-only pods are typical pods");
     assert!((d.types[0].1 - 0.625).abs() < 1e-12 && (d.types[1].1 - 0.375).abs() < 1e-12);
 }
+
+/// `simulate --dump-rounds`: every round's instance is written, and each one reads back as a
+/// valid instance that `solve` plans the way the replay's planner saw it.
+#[test]
+fn dumped_rounds_are_valid_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SimConfig {
+        dump_rounds: Some(dir.path().to_path_buf()),
+        ..fill_cfg(42)
+    };
+    let report = run(&openb(), PlannerName::Greedy, &cfg);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    assert_eq!(
+        files.len() as u64,
+        report.metrics.rounds,
+        "one file per round"
+    );
+    let lib = ModelLibrary::builtin();
+    for f in &files {
+        let inst = gangplan::instance::load_instance_file(f, &lib)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(!inst.nodes.is_empty());
+    }
+}

@@ -133,6 +133,10 @@ pub struct SimulateArgs {
     /// Output file for the report JSON, written atomically; absent: stdout.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Also write every round's instance, as the planner sees it, into DIR (created):
+    /// rounds cut from a replay, to rerun with `solve` or `bench --instances DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub dump_rounds: Option<PathBuf>,
 }
 
 fn bad(m: String) -> Failure {
@@ -298,7 +302,16 @@ pub fn run_one(
 /// Run `simulate`.
 pub fn run(a: SimulateArgs) -> Result<i32, Failure> {
     let name = planner_name(&a.planner)?;
-    let cfg = config(&a.t)?;
+    let mut cfg = config(&a.t)?;
+    if let Some(dir) = &a.dump_rounds {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::new(
+                exit::IO,
+                anyhow::anyhow!("--dump-rounds {}: {e}", dir.display()),
+            )
+        })?;
+        cfg.dump_rounds = Some(dir.clone());
+    }
     let trace = load_trace(&a.t)?;
     let report = run_one(&trace, name, &cfg, a.t.formulation, name.as_str())?;
     let json = serde_json::to_string_pretty(&report)

@@ -77,6 +77,11 @@ pub struct SimConfig {
     /// does: integer score, ties to a seeded random node order (default false: exact growth,
     /// best-fit ties).
     pub planner_artifact_score: bool,
+    /// Write every round's instance, as the planner sees it, to this folder
+    /// (`round-00000.json`, ...): rounds cut from a replay, for `bench --instances`. The task
+    /// distribution the greedy and the ILP are given is not written (a dumped round plans
+    /// with best fit).
+    pub dump_rounds: Option<std::path::PathBuf>,
 }
 
 /// How the task types of the distribution given to the greedy and the ILP are weighted.
@@ -116,6 +121,7 @@ impl Default for SimConfig {
             planner_task_dist: true,
             planner_dist_weight: DistWeight::default(),
             planner_artifact_score: false,
+            dump_rounds: None,
         }
     }
 }
@@ -318,6 +324,17 @@ impl<'a> Sim<'a> {
                 ..Default::default()
             }),
         };
+        // A state with nothing waiting (the run's final one) is no round to keep.
+        if let Some(dir) = self
+            .cfg
+            .dump_rounds
+            .as_ref()
+            .filter(|_| !pending.is_empty())
+        {
+            let file = dir.join(format!("round-{:05}.json", self.rounds));
+            let text = serde_json::to_vec(&raw).expect("an instance serialises");
+            crate::fsutil::write_atomic(&file, &text)?;
+        }
         let mut inst = validate(&raw, self.lib).map_err(|issues| Error::Input {
             source_name: format!("{} (simulated round at t={now:.0} s)", self.trace.name),
             issues,
