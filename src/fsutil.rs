@@ -11,25 +11,42 @@ use std::path::{Path, PathBuf};
 /// Links followed before giving up (the kernel's own limit on Linux is 40).
 const MAX_LINKS: usize = 40;
 
+/// Where the bytes for a path go, once its links are followed.
+enum Destination {
+    /// A regular file, or none yet: replaced atomically.
+    Replace(PathBuf),
+    /// A device, FIFO or socket: written through.
+    Through(PathBuf),
+}
+
+/// The destination of `path`: its links followed; a directory is an error.
+fn destination(path: &Path) -> std::io::Result<Destination> {
+    let target = resolve_links(path)?;
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory; name a file",
+        )),
+        Ok(m) if !m.is_file() => Ok(Destination::Through(target)),
+        _ => Ok(Destination::Replace(target)),
+    }
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    }
+}
+
 /// Write `bytes` to `path`: atomically for a regular file (or a new one), through for a
 /// device, FIFO or socket; a symbolic link is followed to what it points at.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |p: &Path| {
-        let name = p.display().to_string();
-        move |e: std::io::Error| Error::Io {
-            path: name.clone(),
-            source: e,
-        }
-    };
-    let target = resolve_links(path).map_err(io(path))?;
-    match std::fs::metadata(&target) {
-        Ok(m) if m.is_dir() => Err(io(path)(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "is a directory; name a file",
-        ))),
-        Ok(m) if !m.is_file() => write_through(&target, bytes).map_err(io(path)),
-        _ => replace(&target, bytes).map_err(io(path)),
+    match destination(path).map_err(io_error(path))? {
+        Destination::Through(target) => write_through(&target, bytes),
+        Destination::Replace(target) => replace(&target, bytes),
     }
+    .map_err(io_error(path))
 }
 
 /// Follow `path` while it is a symbolic link; relative link targets are taken from the link's
@@ -74,27 +91,19 @@ pub fn write_all_or_none(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
     let mut staged = Vec::new();
     let mut through = Vec::new();
     for (path, bytes) in files {
-        let io = |e: std::io::Error| Error::Io {
-            path: path.display().to_string(),
-            source: e,
-        };
-        let target = resolve_links(path).map_err(io)?;
-        match std::fs::metadata(&target) {
-            Ok(m) if !m.is_file() && !m.is_dir() => through.push((target, bytes)),
-            _ => staged.push((path, target.clone(), stage(&target, bytes).map_err(io)?)),
+        match destination(path).map_err(io_error(path))? {
+            Destination::Through(target) => through.push((path, target, bytes)),
+            Destination::Replace(target) => {
+                let tmp = stage(&target, bytes).map_err(io_error(path))?;
+                staged.push((path, target, tmp));
+            }
         }
     }
     for (path, target, tmp) in staged {
-        tmp.persist(&target).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            source: e.error,
-        })?;
+        tmp.persist(&target).map_err(|e| io_error(path)(e.error))?;
     }
-    for (target, bytes) in through {
-        write_through(&target, bytes).map_err(|e| Error::Io {
-            path: target.display().to_string(),
-            source: e,
-        })?;
+    for (path, target, bytes) in through {
+        write_through(&target, bytes).map_err(io_error(path))?;
     }
     Ok(())
 }

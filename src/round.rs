@@ -70,13 +70,13 @@ pub fn plan_round_with(inst: Instance, settings: &RoundSettings) -> Result<Plan>
     let out = planner.solve(&RoundContext::new(&inst, &topo, settings.deadline));
     let t = phase("solve", t);
     let info = out.solver_info(settings.started.elapsed().as_secs_f64());
-    let reasons_until = Budget::starting_at(&inst, settings.started, settings.deadline);
+    let budget = Budget::starting_at(&inst, settings.started, settings.deadline);
     let plan = render_plan_until(
         &inst,
         &out.assignment,
         out.status,
         info,
-        Some(reasons_until.reasons_deadline()),
+        Some(budget.reasons_deadline()),
     );
     let t = phase("render", t);
     validate_plan(&inst, &plan)?;

@@ -74,6 +74,9 @@ impl Binding {
     }
 }
 
+/// The `kind` of a waiting job whose reason the time limit left no time to work out.
+pub const UNEXPLAINED: &str = "unexplained";
+
 /// Why a job waits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reason {
@@ -90,7 +93,7 @@ impl Reason {
     /// work the reason out.
     pub fn kind(&self) -> &'static str {
         if self.binding == Binding::Unexplained {
-            "unexplained"
+            UNEXPLAINED
         } else if self.resolvable {
             "unschedulable"
         } else {

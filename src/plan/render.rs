@@ -2,7 +2,7 @@
 //! preemption, metrics.
 
 use super::output::{gpus_phrase, job_name};
-use super::reasons::{reason, AfterRound, Binding, Reason};
+use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
 use super::types::*;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
@@ -115,21 +115,6 @@ pub fn render_plan_until(
             (key, r)
         })
         .collect();
-    let unexplained = waiting
-        .iter()
-        .filter(|&&j| seen[&shape(j)].binding == Binding::Unexplained)
-        .count();
-    if unexplained > 0 {
-        let said = format!(
-            "the time limit left no time to work out why {unexplained} of {} waiting jobs wait \
-             (their reason says `unexplained`)",
-            waiting.len()
-        );
-        solver.note = Some(match solver.note.take() {
-            Some(n) => format!("{n}; {said}"),
-            None => said,
-        });
-    }
     let pending: Vec<PendingEntry> = waiting
         .into_iter()
         .map(|j| {
@@ -141,6 +126,21 @@ pub fn render_plan_until(
             }
         })
         .collect();
+    let unexplained = pending
+        .iter()
+        .filter(|e| e.kind.as_deref() == Some(UNEXPLAINED))
+        .count();
+    if unexplained > 0 {
+        let said = format!(
+            "the time limit left no time to work out why {unexplained} of {} waiting jobs wait \
+             (their reason says `unexplained`)",
+            pending.len()
+        );
+        solver.note = Some(match solver.note.take() {
+            Some(n) => format!("{n}; {said}"),
+            None => said,
+        });
+    }
     let usable = inst.gpus_usable();
     let free_after_total: u32 = after.free.iter().sum();
     let down = inst.gpus_total() - usable;
