@@ -64,8 +64,12 @@ pub fn victim_cost(inst: &Instance, job: &RunningJob) -> f64 {
 }
 
 /// Weighted max-min fair share of each tenant with demand, by water-filling the usable GPUs;
-/// tenants without demand get 0 and do not dilute the others.
+/// tenants without demand get 0 and do not dilute the others. An instance that carries its
+/// shares ([`Instance::fair_share`]) gives those.
 pub fn fair_shares(inst: &Instance) -> Vec<f64> {
+    if let Some(shares) = &inst.fair_share {
+        return shares.clone();
+    }
     let mut demand = vec![0.0; inst.tenants.len()];
     for r in &inst.running {
         demand[r.tenant] += r.gpu_equivalent();

@@ -93,18 +93,18 @@ fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
             if exact.time_limit_hit {
                 continue;
             }
-            assert!(
-                exact.objective + 1e-6 >= agg.objective,
-                "{what}: aggregated plan {} above the exact optimum {}",
-                agg.objective,
-                exact.objective
-            );
+            // The per-node model's optimum is the best plan by the MIP's objective and rows,
+            // which are not exactly the objective function and the validator's rules (island
+            // splits are under-counted; a split piece's CPU share that is not whole is charged
+            // a unit more): another plan (the neighbourhood search's) can score above it. The
+            // optimum is the best of them; the bound check above still holds every plan.
+            let optimum = exact.objective.max(agg.objective).max(auto.objective);
             compared += 1;
-            let loss = (exact.objective - agg.objective) / exact.objective.abs().max(1.0);
+            let loss = (optimum - agg.objective) / optimum.abs().max(1.0);
             if loss <= 0.005 {
                 close += 1;
             }
-            if (exact.objective - auto.objective) / exact.objective.abs().max(1.0) <= 0.005 {
+            if (optimum - auto.objective) / optimum.abs().max(1.0) <= 0.005 {
                 auto_close += 1;
             }
             worst.push((loss, what));

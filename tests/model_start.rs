@@ -43,3 +43,35 @@ fn greedy_start_is_feasible_and_priced_alike() {
         );
     }
 }
+
+/// The same on the families whose gangs split over nodes with CPU and memory tight (their
+/// shares are exact multiples per GPU, so the MIP must not charge a split piece a unit more
+/// than the plan does): the greedy plan stays a feasible start.
+#[test]
+fn greedy_start_is_feasible_where_cpu_and_memory_bind() {
+    use gangplan::gen::Family;
+    let lib = ModelLibrary::builtin();
+    for family in [Family::TightCpu, Family::Mixed] {
+        for seed in 1..=6 {
+            let raw = generate(&GenParams {
+                nodes: 32,
+                pending: 80,
+                seed,
+                nodes_per_rack: 8,
+                family,
+                ..Default::default()
+            });
+            let inst = validate(&raw, &lib).expect("generated instances are valid");
+            let topo = Topology::new(&inst);
+            let a = Greedy.plan(&RoundContext::untimed(&inst, &topo));
+            let m = model::build(&inst, &topo);
+            let (bad, _) = m.check(&model::start::start_values(&inst, &topo, &m, &a));
+            assert!(
+                bad.is_empty(),
+                "{family:?} seed {seed}: greedy start violates {} rows, e.g. {:?}",
+                bad.len(),
+                &bad[..bad.len().min(3)]
+            );
+        }
+    }
+}

@@ -225,6 +225,11 @@ pub struct Instance {
     /// fragmentation first); `None` (the default) places them by best fit. From
     /// `policy.task_distribution`, or set by the simulator to the trace's distribution.
     pub task_dist: Option<Arc<TaskDist>>,
+    /// Each tenant's fair share, fixed from outside instead of water-filled from this
+    /// instance: set on a neighbourhood cut from a larger round (its share there less what it
+    /// holds outside the cut), so that the cut's fairness term prices the round's. `None` for
+    /// every instance read from a file.
+    pub fair_share: Option<Vec<f64>>,
 }
 
 impl Instance {

@@ -6,8 +6,9 @@
 //! fresh sharing slot i:   sum_j m_j s_j(n,i) <= 1000 z_ni,      z_ni >= z_n(i+1)
 //! CPU of node n:          sum_j cpu_jn + sum_sharers cpu_j s + sum_cpu-only cpu_j c_jn
 //!                           - sum_k cpu_kn p_k <= max(0, cpu_free_n)       (memory alike)
-//!   cpu_jn = ceil(cpu_j k / g_j) u_jn for fixed cells, cpu_j / g_j x_jn + u_jn for free ones
-//!   (the +u_jn covers the rounding up of SPEC's ceil share).
+//!   cpu_jn = ceil(cpu_j k / g_j) u_jn for fixed cells; for free ones cpu_j / g_j x_jn when
+//!   g_j divides cpu_j (the share is then exact), else cpu_j / g_j x_jn + u_jn (the +u_jn
+//!   covers the rounding up of SPEC's ceil share, one unit more than it can be).
 //! ```
 //! Down GPUs are never free, so they never count as capacity. Whether freed GPUs may go to a
 //! given job is the preemption family's rule.
@@ -154,7 +155,9 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
                     }
                     CellCount::Free(x, _) => {
                         lhs.add_mul(total as f64 / job.gpus as f64, x);
-                        lhs.add_mul(1.0, cell.used);
+                        if total % job.gpus as u64 != 0 {
+                            lhs.add_mul(1.0, cell.used);
+                        }
                     }
                 }
             }

@@ -117,13 +117,16 @@ type StagePlan = (f64, Assignment, Vec<usize>, usize);
 /// Wait for the aggregated model until the budget's work deadline, then place the jobs it
 /// chose first with the greedy machinery (when the time the greedy took, halved, still fits),
 /// and try leaving out the most-spread gangs while a greedy pass still fits before the
-/// budget's pass deadline; the plan when it beats the greedy one.
+/// budget's pass deadline; with `search`, improve the plan neighbourhood by neighbourhood
+/// with that backend until the work deadline ([`super::neighbourhood`]); the plan when it
+/// beats the greedy one.
 pub fn finish(
     running: Running,
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     budget: &Budget,
     greedy: &GreedyPlan,
+    search: Option<&dyn MipBackend>,
 ) -> Result<SolverPlan, Fallback> {
     let wait = budget
         .work_until()
@@ -143,8 +146,13 @@ pub fn finish(
         return Err(Fallback::NoTimeToPlace(answered));
     }
     let choice = Choice { chosen, victims };
-    let (objective, assignment) = second_stage(inst, topo, &choice, budget, greedy.took);
+    let (mut objective, mut assignment) = second_stage(inst, topo, &choice, budget, greedy.took);
     log_second_stage(inst, topo, &choice, &assignment);
+    if let Some(backend) = search {
+        let improved =
+            super::neighbourhood::improve(inst, topo, backend, budget, (objective, assignment));
+        (objective, assignment) = (improved.objective, improved.plan);
+    }
     if objective <= greedy.objective + TOLERANCE {
         return Err(Fallback::NoBetterThanGreedy(answered));
     }

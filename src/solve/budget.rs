@@ -59,6 +59,22 @@ const AGGREGATED_GAP_FACTOR: f64 = 0.5;
 /// placement needs (an estimate, not a measurement).
 const PLACE_SHARE_OF_GREEDY: u32 = 2;
 
+/// Longest HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few
+/// small ones and at most [`crate::solve::neighbourhood`]'s candidate count): such cuts solve
+/// to optimality in milliseconds to tens of milliseconds; the cap keeps one hard cut from
+/// taking the rest of the round (a choice, not a measurement).
+const CUT_TIME_LIMIT: Duration = Duration::from_millis(200);
+
+/// Share of the round after which the neighbourhood search starts no more re-solves. Its gains
+/// measured so far are small (1k- and 10k-GPU family rounds, 5 s limit: at most +0.1% of the
+/// objective, none on most rounds), so it does not take the whole round: half of it, less
+/// what the second stage took (a choice).
+const NEIGHBOURHOOD_SHARE: f64 = 0.5;
+
+/// Shortest neighbourhood re-solve worth starting (building, presolving and decoding a cut
+/// takes a few milliseconds; a rule of thumb).
+const MIN_CUT: Duration = Duration::from_millis(15);
+
 /// Measured rendering cost per (node, pending job) pair, seconds.
 const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
 
@@ -196,6 +212,15 @@ impl Budget {
     /// the round, and never after [`Budget::work_until`].
     pub fn passes_until(&self) -> Instant {
         (self.started + self.total.mul_f64(SWAP_SHARE)).min(self.work_until())
+    }
+
+    /// HiGHS's time limit for one neighbourhood re-solve started now, seconds: 0.8 of what is
+    /// left before [`NEIGHBOURHOOD_SHARE`] of the round (and [`Budget::work_until`]), of at
+    /// most [`CUT_TIME_LIMIT`]; `None` when less than [`MIN_CUT`] is left.
+    pub fn cut_time_limit(&self) -> Option<f64> {
+        let until = (self.started + self.total.mul_f64(NEIGHBOURHOOD_SHARE)).min(self.work_until());
+        let left = until.saturating_duration_since(Instant::now());
+        (left >= MIN_CUT).then(|| left.min(CUT_TIME_LIMIT).mul_f64(0.8).as_secs_f64())
     }
 
     /// Whether one more pass taking `pass_takes`, started now, ends before `until`.

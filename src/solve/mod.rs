@@ -6,6 +6,8 @@
 //! - [`outcome`]: a solver's plan or the typed [`Fallback`] to the greedy plan, and the
 //!   [`SolveOutcome`] both become.
 //! - [`aggregated`]: large rounds (aggregated model, then a greedy second stage).
+//! - [`neighbourhood`]: the aggregated path's plan improved by exact re-solves of one
+//!   neighbourhood (a rack) at a time.
 //! - [`backend`], [`decode`]: HiGHS behind a trait, and its answer read back.
 //! - [`planner`]: [`PlannerKind`] (every planner by name) and the ILP as a
 //!   [`crate::heuristics::Planner`].
@@ -14,6 +16,7 @@ pub mod aggregated;
 pub mod backend;
 pub mod budget;
 pub mod decode;
+pub mod neighbourhood;
 pub mod outcome;
 pub mod planner;
 
@@ -211,7 +214,14 @@ pub fn solve_with(
     let solved = match (mode, early) {
         (Mode::PerNode, _) => solve_per_node(inst, topo, opts, backend, &budget, &greedy),
         (Mode::Both, early) => solve_both(early, inst, topo, opts, backend, &budget, &greedy),
-        (_, Some(Ok(running))) => aggregated::finish(running, inst, topo, &budget, &greedy),
+        (_, Some(Ok(running))) => aggregated::finish(
+            running,
+            inst,
+            topo,
+            &budget,
+            &greedy,
+            Some(backend.as_ref()),
+        ),
         (_, Some(Err(e))) => Err(Fallback::ThreadNotStarted(e.to_string())),
         (_, None) => Err(Fallback::NoTimeToStart),
     };
@@ -221,8 +231,8 @@ pub fn solve_with(
     }
 }
 
-/// Both models: the aggregated model's plan (when it beats greedy) is the per-node MIP's
-/// start, and the per-node model gets the rest of the round; the better plan is kept, with
+/// Both models: the aggregated model's plan (improved neighbourhood by neighbourhood, when it
+/// beats greedy) is the per-node MIP's start, and the per-node model gets the rest of the round; the better plan is kept, with
 /// the lower of the two bounds (each is valid for the round). On rounds where the per-node
 /// model cannot close in time the aggregated plan and bound stand; where it can, its plan is
 /// at least the aggregated one.
@@ -236,7 +246,9 @@ fn solve_both(
     greedy: &GreedyPlan,
 ) -> Result<SolverPlan, Fallback> {
     let agg = match early {
-        Some(Ok(running)) => aggregated::finish(running, inst, topo, budget, greedy),
+        Some(Ok(running)) => {
+            aggregated::finish(running, inst, topo, budget, greedy, Some(backend.as_ref()))
+        }
         Some(Err(e)) => Err(Fallback::ThreadNotStarted(e.to_string())),
         None => Err(Fallback::NoTimeToStart),
     };
@@ -301,19 +313,30 @@ fn spawn_per_node(
         .name("gangplan-mip".into())
         .spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut m = model::build(&inst, &topo);
-                let start = model::start::start_values(&inst, &topo, &m, &greedy);
-                let constant = m.constant;
-                let columns = m.columns();
-                let vars = std::mem::take(&mut m.vars);
-                backend
-                    .solve(m, &start, &settings)
-                    .and_then(|r| check_columns(r, columns))
-                    .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
+                per_node_answer(&inst, &topo, &greedy, backend.as_ref(), &settings)
             }));
             let _ = tx.send(result);
         })?;
     Ok(rx)
+}
+
+/// Build the per-node MIP of `inst`, start it from `start` and solve it on this thread.
+fn per_node_answer(
+    inst: &Instance,
+    topo: &Topology,
+    start: &Assignment,
+    backend: &dyn MipBackend,
+    settings: &BackendSettings,
+) -> crate::Result<PerNodeAnswer> {
+    let mut m = model::build(inst, topo);
+    let start = model::start::start_values(inst, topo, &m, start);
+    let constant = m.constant;
+    let columns = m.columns();
+    let vars = std::mem::take(&mut m.vars);
+    backend
+        .solve(m, &start, settings)
+        .and_then(|r| check_columns(r, columns))
+        .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
 }
 
 /// The per-node MIP, started from the greedy plan, under the budget left after the greedy.

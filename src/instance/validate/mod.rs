@@ -65,6 +65,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         policy,
         node_by_name: node_table.by_name,
         task_dist,
+        fair_share: None,
     })
 }
 

@@ -1,0 +1,256 @@
+//! A neighbourhood of a round cut out as a round of its own, and its plan put back.
+//!
+//! The cut holds a set of nodes, everything running on them, the pending jobs the current plan
+//! places wholly on them (free to move or to wait) and a few waiting candidates. What the cut
+//! cannot change is fixed in it:
+//!
+//! ```text
+//! running job wholly inside            a running job of the cut (kept or preempted)
+//! running job reaching outside         fixed: a non-preemptible running job per inside node
+//! placed job reaching outside          fixed: likewise, on the GPUs the plan gives it inside
+//! preempted job reaching outside       no cut (its preemptor's rule spans the boundary)
+//! preempted job no job of the cut       no cut (the cut could not keep it preempted)
+//!   outranks
+//! ```
+//!
+//! Quotas and fairness couple the cut to the rest of the round through each tenant's holdings
+//! outside it after the current plan, `O_t`. The cut keeps the round's rows exactly by
+//! shifting them:
+//!
+//! ```text
+//! quota:     H_t^cut <= q_t - O_t     (rounded up to whole GPUs where sharers make O_t a
+//!                                      fraction: the round's quota rule is checked again on
+//!                                      the whole plan before a cut's plan is kept)
+//! fairness:  sigma_t >= (F_t - O_t) - H_t^cut (F_t: the round's fair share, Instance::fair_share)
+//! ```
+//! Value, spread, preemption and packing are sums over jobs and nodes, so the cut's objective
+//! is the round's objective less a constant (a gang fixed across the boundary is a constant
+//! of both). Fragmentation, where the round carries a task distribution, is per node too.
+
+use crate::assignment::{Assignment, GpuSet};
+use crate::instance::{Instance, NodeIx, RunningJob};
+use crate::objective::{fair_shares, held_after};
+use crate::state::resource_share;
+use std::collections::BTreeSet;
+
+/// A neighbourhood cut out of a round.
+pub struct Cut {
+    /// The cut as a round of its own.
+    pub inst: Instance,
+    /// The current plan inside the cut, in the cut's indices: the MIP start.
+    pub start: Assignment,
+    /// The round's node of each node of the cut.
+    nodes: Vec<NodeIx>,
+    /// The round's pending job of each pending job of the cut.
+    pending: Vec<usize>,
+    /// The round's running job of each running job of the cut; `None` for what is fixed.
+    running: Vec<Option<usize>>,
+}
+
+/// Which node of the cut a node of the round is, if any.
+type NodeMap = Vec<Option<usize>>;
+
+/// Cut `nodes` (sorted) out of the round `inst` under its current plan `plan`, with the
+/// waiting jobs `candidates` free to start there. `None` when a preempted running job reaches
+/// outside the nodes (see the module comment).
+pub fn cut(
+    inst: &Instance,
+    plan: &Assignment,
+    nodes: &[NodeIx],
+    candidates: &[usize],
+) -> Option<Cut> {
+    let mut map: NodeMap = vec![None; inst.nodes.len()];
+    for (i, &n) in nodes.iter().enumerate() {
+        map[n] = Some(i);
+    }
+    let inside = |set: &[(NodeIx, Vec<u32>)]| set.iter().all(|(n, _)| map[*n].is_some());
+    let touches = |set: &[(NodeIx, Vec<u32>)]| set.iter().any(|(n, _)| map[*n].is_some());
+    let preempted: BTreeSet<usize> = plan.preempted.iter().copied().collect();
+    let mut running = Vec::new();
+    let mut running_map = Vec::new();
+    for (k, r) in inst.running.iter().enumerate() {
+        if !touches(&r.gpus) {
+            continue;
+        }
+        if inside(&r.gpus) {
+            running.push(RunningJob {
+                gpus: relabel(&r.gpus, &map),
+                ..r.clone()
+            });
+            running_map.push(Some(k));
+        } else if preempted.contains(&k) {
+            return None;
+        } else {
+            for fixed in fixed_pieces(r, &map) {
+                running.push(fixed);
+                running_map.push(None);
+            }
+        }
+    }
+    let mut pending_set: BTreeSet<usize> = candidates.iter().copied().collect();
+    for (&j, set) in &plan.placed {
+        let as_list: Vec<(NodeIx, Vec<u32>)> = set.iter().map(|(&n, g)| (n, g.clone())).collect();
+        if !touches(&as_list) {
+            continue;
+        }
+        if inside(&as_list) {
+            pending_set.insert(j);
+        } else {
+            for fixed in fixed_pieces(&placed_as_running(inst, j, &as_list), &map) {
+                running.push(fixed);
+                running_map.push(None);
+            }
+        }
+    }
+    let pending: Vec<usize> = pending_set.into_iter().collect();
+    let top = pending.iter().map(|&j| inst.pending[j].priority).max();
+    let outranked = |k: usize| top.is_some_and(|p| p > inst.running[k].priority);
+    if running_map
+        .iter()
+        .flatten()
+        .any(|&k| preempted.contains(&k) && !outranked(k))
+    {
+        return None;
+    }
+    let sub = Instance {
+        nodes: nodes.iter().map(|&n| inst.nodes[n].clone()).collect(),
+        racks: inst.racks.clone(),
+        rack_pod: inst.rack_pod.clone(),
+        pods: inst.pods.clone(),
+        tenants: inst.tenants.clone(),
+        running,
+        pending: pending.iter().map(|&j| inst.pending[j].clone()).collect(),
+        policy: inst.policy,
+        node_by_name: nodes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (inst.nodes[n].name.clone(), i))
+            .collect(),
+        task_dist: inst.task_dist.clone(),
+        fair_share: None,
+    };
+    let mut out = Cut {
+        inst: sub,
+        start: Assignment::default(),
+        nodes: nodes.to_vec(),
+        pending,
+        running: running_map,
+    };
+    out.start = out.restrict(plan, &map);
+    out.shift_tenant_rows(inst, plan);
+    Some(out)
+}
+
+impl Cut {
+    /// The current plan inside the cut, in the cut's indices.
+    fn restrict(&self, plan: &Assignment, map: &NodeMap) -> Assignment {
+        let mut a = Assignment::default();
+        for (i, &j) in self.pending.iter().enumerate() {
+            if let Some(set) = plan.placed.get(&j) {
+                a.placed.insert(
+                    i,
+                    set.iter()
+                        .map(|(&n, g)| (map[n].expect("inside"), g.clone()))
+                        .collect(),
+                );
+            }
+        }
+        let preempted: BTreeSet<usize> = plan.preempted.iter().copied().collect();
+        a.preempted = (0..self.running.len())
+            .filter(|&i| self.running[i].is_some_and(|k| preempted.contains(&k)))
+            .collect();
+        a
+    }
+
+    /// Quotas and fair shares less what each tenant holds outside the cut (module comment).
+    fn shift_tenant_rows(&mut self, round: &Instance, plan: &Assignment) {
+        let total = held_after(round, plan);
+        let inside = held_after(&self.inst, &self.start);
+        let outside: Vec<f64> = total.iter().zip(&inside).map(|(t, i)| t - i).collect();
+        for (tenant, o) in self.inst.tenants.iter_mut().zip(&outside) {
+            if let Some(q) = tenant.quota {
+                tenant.quota = Some((q as f64 - o - 1e-9).ceil().max(0.0) as u32);
+            }
+        }
+        let fair = fair_shares(round);
+        self.inst.fair_share = Some(fair.iter().zip(&outside).map(|(f, o)| f - o).collect());
+    }
+
+    /// The round's plan with the cut's part replaced by `inner` (a plan of the cut).
+    pub fn put_back(&self, plan: &Assignment, inner: &Assignment) -> Assignment {
+        let mine: BTreeSet<usize> = self.pending.iter().copied().collect();
+        let mine_running: BTreeSet<usize> = self.running.iter().flatten().copied().collect();
+        let mut out = Assignment {
+            placed: plan
+                .placed
+                .iter()
+                .filter(|(j, _)| !mine.contains(j))
+                .map(|(&j, s)| (j, s.clone()))
+                .collect(),
+            preempted: plan
+                .preempted
+                .iter()
+                .copied()
+                .filter(|k| !mine_running.contains(k))
+                .collect(),
+        };
+        for (&i, set) in &inner.placed {
+            let gpus: GpuSet = set
+                .iter()
+                .map(|(&n, g)| (self.nodes[n], g.clone()))
+                .collect();
+            out.placed.insert(self.pending[i], gpus);
+        }
+        out.preempted
+            .extend(inner.preempted.iter().filter_map(|&i| self.running[i]));
+        out.preempted.sort_unstable();
+        out
+    }
+
+    /// The round's pending jobs of the cut.
+    pub fn pending(&self) -> &[usize] {
+        &self.pending
+    }
+}
+
+/// The node list of a running job in the cut's node indices (every node is inside).
+fn relabel(gpus: &[(NodeIx, Vec<u32>)], map: &NodeMap) -> Vec<(NodeIx, Vec<u32>)> {
+    gpus.iter()
+        .map(|(n, g)| (map[*n].expect("inside"), g.clone()))
+        .collect()
+}
+
+/// A job reaching outside the cut as fixed, non-preemptible running jobs, one per inside node,
+/// each holding the CPU and memory the round charges that node for it.
+fn fixed_pieces(job: &RunningJob, map: &NodeMap) -> Vec<RunningJob> {
+    let total = job.gpu_count();
+    job.gpus
+        .iter()
+        .filter_map(|(n, g)| map[*n].map(|i| (i, g)))
+        .map(|(i, g)| RunningJob {
+            id: format!("{}@{i}", job.id),
+            preemptible: false,
+            checkpoint_cost: 0.0,
+            gpus: vec![(i, g.clone())],
+            cpu_milli: resource_share(job.cpu_milli, g.len() as u32, total),
+            memory_mib: resource_share(job.memory_mib, g.len() as u32, total),
+            ..job.clone()
+        })
+        .collect()
+}
+
+/// Pending job `j`, placed on `gpus` (the round's node indices), as a running job.
+fn placed_as_running(inst: &Instance, j: usize, gpus: &[(NodeIx, Vec<u32>)]) -> RunningJob {
+    let job = &inst.pending[j];
+    RunningJob {
+        id: job.id.clone(),
+        tenant: job.tenant,
+        priority: job.priority,
+        preemptible: false,
+        checkpoint_cost: 0.0,
+        gpus: gpus.to_vec(),
+        gpu_milli: job.gpu_milli,
+        cpu_milli: job.cpu_milli,
+        memory_mib: job.memory_mib,
+    }
+}

@@ -1,0 +1,179 @@
+//! Neighbourhood search: the aggregated path's plan improved one neighbourhood at a time by
+//! the exact per-node model.
+//!
+//! The second stage places the aggregated model's choice job by job, and loses what a joint
+//! placement would have kept: holes no waiting job fits, a CPU-bound node given to the wrong
+//! job, a gang spread because smaller jobs came first. Each neighbourhood (a rack, or a few
+//! small racks of one pod: [`choose::neighbourhoods`]) is cut out of the round with what runs
+//! and is placed on it and a few waiting candidates ([`cut`]), solved exactly by the per-node
+//! MIP from the current plan, and put back when the round's objective rises and the quotas
+//! hold. Two neighbourhoods are solved at a time (one per core); the neighbourhoods with the
+//! most idle GPUs go first; the search ends at the deadline or after a full pass that improved
+//! nothing. Every accepted plan is a plan of the round: the cut fixes what reaches outside it,
+//! so the gang, capacity, topology and preemption rules hold by construction, and the quota
+//! rule is checked on the whole round before a neighbourhood's plan is kept.
+
+pub mod choose;
+pub mod cut;
+
+use super::{BackendSettings, Budget, MipBackend};
+use crate::assignment::Assignment;
+use crate::heuristics::greedy::{greedy_order, Order};
+use crate::instance::Instance;
+use crate::objective::{evaluate, held_after, held_before};
+use crate::topology::Topology;
+use crate::units::TOLERANCE;
+use rayon::prelude::*;
+use std::collections::BTreeSet;
+
+/// Gap each neighbourhood is solved to: the cuts are small, so they are solved (almost) to
+/// optimality.
+const CUT_GAP: f64 = 1e-4;
+
+/// Passes over every neighbourhood at most (the search usually stops earlier: after a pass
+/// that improved nothing, or at the deadline).
+const MAX_PASSES: usize = 3;
+
+/// Neighbourhoods solved at a time (the development machine's cores).
+const BATCH: usize = 2;
+
+/// What the search found: the plan, its objective, and the neighbourhoods solved and kept.
+pub struct Improved {
+    /// Objective of `plan`.
+    pub objective: f64,
+    /// The plan.
+    pub plan: Assignment,
+    /// Neighbourhoods re-solved.
+    pub solved: usize,
+    /// Neighbourhoods whose plan was kept.
+    pub kept: usize,
+}
+
+/// Improve `start` (a plan of the round and its objective) neighbourhood by neighbourhood
+/// until the budget's work deadline.
+pub fn improve(
+    inst: &Instance,
+    topo: &Topology,
+    backend: &dyn MipBackend,
+    budget: &Budget,
+    start: (f64, Assignment),
+) -> Improved {
+    let order = greedy_order(inst, Order::ValuePerGpu);
+    let groups = choose::neighbourhoods(inst);
+    let mut best = Improved {
+        objective: start.0,
+        plan: start.1,
+        solved: 0,
+        kept: 0,
+    };
+    'passes: for _ in 0..MAX_PASSES {
+        let idle = choose::idle_gpus(inst, &best.plan);
+        let mut queue: Vec<usize> = (0..groups.len()).collect();
+        queue.sort_by_key(|&g| std::cmp::Reverse(groups[g].iter().map(|&n| idle[n]).sum::<u32>()));
+        let kept_before = best.kept;
+        for batch in queue.chunks(BATCH) {
+            let Some(time_limit) = budget.cut_time_limit() else {
+                break 'passes;
+            };
+            let base = best.plan.clone();
+            let answers: Vec<Option<(cut::Cut, Assignment)>> = batch
+                .par_iter()
+                .map(|&g| {
+                    let candidates = choose::candidates(inst, &base, &groups[g], &order);
+                    let cut = cut::cut(inst, &base, &groups[g], &candidates)?;
+                    let inner = solve_cut(&cut, backend, time_limit, inst.policy.seed)?;
+                    Some((cut, inner))
+                })
+                .collect();
+            for (cut, inner) in answers.into_iter().flatten() {
+                best.solved += 1;
+                keep_if_better(inst, topo, &base, &cut, &inner, &mut best);
+            }
+        }
+        if best.kept == kept_before {
+            break;
+        }
+    }
+    tracing::debug!(
+        neighbourhoods = groups.len(),
+        solved = best.solved,
+        kept = best.kept,
+        objective = best.objective,
+        "neighbourhood search done"
+    );
+    best
+}
+
+/// Solve a cut exactly from its current plan; its plan in the cut's indices, or `None` when
+/// the solver failed (the cut is then left as it is).
+fn solve_cut(
+    cut: &cut::Cut,
+    backend: &dyn MipBackend,
+    time_limit: f64,
+    seed: u64,
+) -> Option<Assignment> {
+    let topo = Topology::new(&cut.inst);
+    let settings = BackendSettings {
+        time_limit,
+        mip_gap: CUT_GAP,
+        seed,
+        write_model: None,
+    };
+    let t = std::time::Instant::now();
+    let (decision, r, c) =
+        super::per_node_answer(&cut.inst, &topo, &cut.start, backend, &settings).ok()?;
+    let a = super::decode::to_assignment(&cut.inst, &decision).ok();
+    tracing::trace!(
+        seconds = t.elapsed().as_secs_f64(),
+        status = ?r.status,
+        nodes = cut.inst.nodes.len(),
+        pending = cut.inst.pending.len(),
+        running = cut.inst.running.len(),
+        start = evaluate(&cut.inst, &topo, &cut.start).total(),
+        found = a.as_ref().map(|a| evaluate(&cut.inst, &topo, a).total()),
+        bound = r.dual_bound.map(|b| b + c),
+        "neighbourhood solved"
+    );
+    a
+}
+
+/// Put the cut's plan `inner` back into the best plan when the cut was cut from the plan as it
+/// still is there (`base`: another neighbourhood of the batch may have started one of its
+/// candidates), the round's objective rises and the quotas hold.
+fn keep_if_better(
+    inst: &Instance,
+    topo: &Topology,
+    base: &Assignment,
+    cut: &cut::Cut,
+    inner: &Assignment,
+    best: &mut Improved,
+) {
+    let unchanged = cut
+        .pending()
+        .iter()
+        .all(|j| best.plan.placed.get(j) == base.placed.get(j));
+    if !unchanged {
+        return;
+    }
+    let plan = cut.put_back(&best.plan, inner);
+    let objective = evaluate(inst, topo, &plan).total();
+    if objective > best.objective + TOLERANCE && within_quotas(inst, &plan) {
+        (best.objective, best.plan) = (objective, plan);
+        best.kept += 1;
+    }
+}
+
+/// Whether no tenant that starts a job or grows ends the round above its quota (the
+/// validator's quota rule, on an assignment).
+fn within_quotas(inst: &Instance, a: &Assignment) -> bool {
+    let held = held_after(inst, a);
+    let before = held_before(inst);
+    let starts: BTreeSet<usize> = a.placed.keys().map(|&j| inst.pending[j].tenant).collect();
+    inst.tenants.iter().enumerate().all(|(t, tenant)| {
+        tenant.quota.is_none_or(|q| {
+            let over = held[t] > q as f64 + 1e-9;
+            let grew = starts.contains(&t) || held[t] > before[t] + 1e-9;
+            !(over && grew)
+        })
+    })
+}
