@@ -17,6 +17,7 @@
 
 use super::metrics::{jain, percentile, Metrics, Report, RunInfo, Series};
 use super::planners::{PlannerName, RoundPlanner};
+use super::service::{ReplayObjective, ServiceObjective};
 use super::trace::{Trace, TraceJob};
 use crate::assignment::GpuSet;
 use crate::error::{Error, Result};
@@ -82,6 +83,11 @@ pub struct SimConfig {
     /// distribution the greedy and the ILP are given is not written (a dumped round plans
     /// with best fit).
     pub dump_rounds: Option<std::path::PathBuf>,
+    /// replay: what the `ilp` and `greedy` planners are told a job is worth (default:
+    /// least attained service first, [`ServiceObjective`]).
+    pub objective: ReplayObjective,
+    /// replay: the attained-service objective's queues, weights and preemption.
+    pub service: ServiceObjective,
 }
 
 /// How the task types of the distribution given to the greedy and the ILP are weighted.
@@ -117,11 +123,13 @@ impl Default for SimConfig {
             seed: 42,
             round_time_limit: 2.0,
             max_rounds: 1_000_000,
-            las_thresholds: vec![3600.0, 36_000.0],
+            las_thresholds: vec![super::service::DEFAULT_THRESHOLD],
             planner_task_dist: true,
             planner_dist_weight: DistWeight::default(),
             planner_artifact_score: false,
             dump_rounds: None,
+            objective: ReplayObjective::default(),
+            service: ServiceObjective::default(),
         }
     }
 }
@@ -244,6 +252,49 @@ impl<'a> Sim<'a> {
         self.planner.name() == PlannerName::Las
     }
 
+    /// The attained-service objective, when this run gives it to its planner: a replay under
+    /// `ilp` or `greedy` with `--objective attained-service`.
+    fn service(&self) -> Option<&ServiceObjective> {
+        let ours = matches!(self.planner.name(), PlannerName::Ilp | PlannerName::Greedy);
+        (ours
+            && self.cfg.protocol == Protocol::Replay
+            && self.cfg.objective == ReplayObjective::AttainedService)
+            .then_some(&self.cfg.service)
+    }
+
+    /// Whether priorities move with attained service, so rounds run while jobs wait even when
+    /// no job arrived or finished.
+    fn priorities_move(&self) -> bool {
+        self.las() || self.service().is_some()
+    }
+
+    /// (priority, preemptible) of a running job `l` at `now`.
+    fn running_rank(&self, l: &Live, now: f64) -> (i64, bool) {
+        let attained = l.attained;
+        if let Some(s) = self.service() {
+            let gpus = self.trace.jobs[l.job].gpu_milli_total() as f64 / 1000.0;
+            let waited = ServiceObjective::waited(now, l.submit, attained, gpus);
+            (s.rank(attained, waited, gpus), s.preempt)
+        } else if self.las() {
+            (self.queue_priority(attained), true)
+        } else {
+            (0, false)
+        }
+    }
+
+    /// (priority, seconds waited) of a waiting job of trace job `k`.
+    fn pending_rank(&self, k: usize, submit: f64, attained: f64, now: f64) -> (i64, f64) {
+        if let Some(s) = self.service() {
+            let gpus = self.trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
+            let waited = ServiceObjective::waited(now, submit, attained, gpus);
+            (s.waiting_rank(attained, waited, gpus), waited)
+        } else if self.las() {
+            (self.queue_priority(attained), (now - submit).max(0.0))
+        } else {
+            (0, (now - submit).max(0.0))
+        }
+    }
+
     fn queue_priority(&self, attained: f64) -> i64 {
         -(self
             .cfg
@@ -259,7 +310,7 @@ impl<'a> Sim<'a> {
         pending: &[(usize, String, f64, f64)],
         now: f64,
     ) -> Result<Instance> {
-        let las = self.las();
+        let preemption = self.las() || self.service().is_some_and(|s| s.preempt);
         let names: Vec<&str> = self.trace.nodes.iter().map(|n| n.name.as_str()).collect();
         let raw = RawInstance {
             nodes: self.trace.nodes.clone(),
@@ -269,15 +320,12 @@ impl<'a> Sim<'a> {
                 .map(|l| {
                     let j = &self.trace.jobs[l.job];
                     let held = (now - l.run_start).max(0.0);
+                    let (priority, preemptible) = self.running_rank(l, now);
                     RawRunning {
                         id: l.id.clone(),
                         tenant: j.tenant.clone(),
-                        priority: if las {
-                            self.queue_priority(l.attained)
-                        } else {
-                            0
-                        },
-                        preemptible: las,
+                        priority,
+                        preemptible,
                         checkpoint_cost: Some(
                             j.gpus as f64 * (held % self.cfg.checkpoint_s.max(1e-9)),
                         ),
@@ -298,16 +346,13 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|(k, id, submit, attained)| {
                     let j = &self.trace.jobs[*k];
+                    let (priority, wait) = self.pending_rank(*k, *submit, *attained, now);
                     RawPending {
                         id: id.clone(),
                         tenant: j.tenant.clone(),
                         gpus: j.gpus as u64,
-                        priority: if las {
-                            self.queue_priority(*attained)
-                        } else {
-                            0
-                        },
-                        wait: Some((now - submit).max(0.0)),
+                        priority,
+                        wait: Some(wait),
                         gpu_type: j.gpu_types.clone().map(GpuTypes::Many),
                         workload: j.workload.clone(),
                         gpu_milli: j.gpu_milli.map(u64::from),
@@ -319,7 +364,8 @@ impl<'a> Sim<'a> {
                 .collect(),
             policy: Some(RawPolicy {
                 time_limit: Some(self.cfg.round_time_limit.max(0.05)),
-                preemption: Some(las),
+                preemption: Some(preemption),
+                weights: self.service().map(|s| s.weights()).unwrap_or_default(),
                 seed: Some(self.cfg.seed),
                 ..Default::default()
             }),
@@ -493,6 +539,13 @@ pub fn simulate(
     report.info.ilp_changed_rounds = sim.changed.iter().filter(|&&c| c > 0).count() as u64;
     report.info.ilp_changed_jobs = sim.changed.iter().sum();
     report.series.ilp_changed = sim.changed.clone();
+    let ours = matches!(planner.name(), PlannerName::Ilp | PlannerName::Greedy);
+    if ours && cfg.protocol == Protocol::Replay {
+        report.info.objective = Some(match sim.service() {
+            Some(s) => s.describe(),
+            None => ReplayObjective::Default.as_str().to_string(),
+        });
+    }
     Ok(report)
 }
 
@@ -689,7 +742,7 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             changed = true;
         }
         let mut started_any = false;
-        if !waiting.is_empty() && (changed || sim.las()) {
+        if !waiting.is_empty() && (changed || sim.priorities_move()) {
             if sim.rounds >= cfg.max_rounds {
                 break;
             }
@@ -761,7 +814,7 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             let left = (duration(l.job) - l.done).max(0.0);
             next = next.min(l.run_start + left * l.slowdown);
         }
-        if changed || (sim.las() && !running.is_empty() && !waiting.is_empty()) {
+        if changed || (sim.priorities_move() && !running.is_empty() && !waiting.is_empty()) {
             next = next.min(t + r);
         }
         if !next.is_finite() {
