@@ -13,8 +13,8 @@
 #                 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33]
 #   ILP_WORKLOADS workloads the ILP runs on (full cluster)          [default]
 #   POLLUX        Pollux workloads for the JCT table                [1 2]
-#   PHILLY_SLICES Philly days as GPUS@DAY for the JCT table         [64@2017-12-03
-#                 128@2017-12-02 256@2017-11-15 512@2017-11-21]
+#   PHILLY_SLICES Philly days as GPUS@DAY for the JCT table         [64@2017-11-14
+#                 128@2017-11-11 256@2017-10-19 512@2017-10-08]
 #   PHILLY        the Pollux artifact's philly.csv: recut the slices from it (optional;
 #                 the committed cuts under OUT/philly-slices/ are used otherwise)
 #   OUT           output folder                                     [docs/results/research]
@@ -33,7 +33,7 @@ CUT_SEEDS=${CUT_SEEDS-42-51}
 WORKLOADS=${WORKLOADS-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
 ILP_WORKLOADS=${ILP_WORKLOADS-default}
 POLLUX=${POLLUX-"1 2"}
-PHILLY_SLICES=${PHILLY_SLICES-"64@2017-12-03 128@2017-12-02 256@2017-11-15 512@2017-11-21"}
+PHILLY_SLICES=${PHILLY_SLICES-"64@2017-11-14 128@2017-11-11 256@2017-10-19 512@2017-10-08"}
 OUT=${OUT:-docs/results/research}
 G=${G:-target/release/gangplan}
 A=$TRACES/alibaba-gpu-v2023
