@@ -704,7 +704,8 @@ fn attained_service_queues_wait_and_weights() {
         ..s.clone()
     };
     assert!(1.0 - 2.0 * steep.weights()["priority"] >= 0.1 - 1e-12);
-    assert_eq!(s.weights()["aging"], 3.0);
+    assert_eq!(s.weights()["aging"], 12.0);
+    assert_eq!(s.weights()["preemption"], 0.5);
     // Size classes: a waiting 8-GPU gang ranks three levels below a 1-GPU job of its queue;
     // running jobs sit on their queue's first level.
     let sized = ServiceObjective {

@@ -125,25 +125,32 @@ def jct(r, key="avg_jct_s"):
 
 
 def replay_tables():
-    rep = [n for n in sorted(os.listdir(out)) if n.startswith("replay-")]
+    def order(n):
+        parts = n.split("-")
+        return (parts[1], int(parts[2]) if parts[2].isdigit() else 0, n)
+    rep = sorted((n for n in os.listdir(out) if n.startswith("replay-")), key=order)
     if not rep:
         return
     tir = os.path.join(TRACES, "pollux-osdi21", "results-jobload", "tiresias-1.0", "summary.json")
     avgs = json.load(open(tir)).get("avgs", {}) if os.path.exists(tir) else {}
     cols = [(p, "main") for p in BASELINES] + OURS
     print("\n## Time-based replays: average / p99 JCT (s)\n")
+    objective = next((r["info"].get("objective") for n in rep
+                      for (p, v), r in replay_runs(os.path.join(out, n)).items()
+                      if p == "ilp" and v == "main"), None)
     print("One run per cell (the baselines and the greedy are deterministic; the ILP's rounds run "
-          "under a 2 s limit, so its figures depend on the machine's load). `ilp`/`greedy`: the "
-          "default attained-service objective (queues at 3600 and 36000 GPU-s, priority weight "
-          "0.3 per queue, aging 0.1 per GPU per hour waited, running jobs preemptible across "
-          "queues); `no-preempt`: the same without preemption; `default-obj`: `--objective "
-          "default` (the plan objective's defaults, as before this option). Pollux rows: 64 GPUs "
-          "(16 nodes of 4), 60 s rounds, the importer's fixed run time per application; the "
-          "Pollux artifact's own Tiresias average (`results-jobload/tiresias-1.0`, durations "
-          "from throughput profiles, adaptive batch sizes) is listed for scale only: the "
-          "protocols do not match. Philly rows: one day of the Philly log (see "
-          "docs/research.md), 8 GPUs per node, 300 s rounds; no published numbers use this "
-          "protocol.\n")
+          "under a 2 s limit, so its figures can depend on the machine's load). `ilp`/`greedy`: "
+          f"the default objective, as the ILP's report names it: {objective}; `las` runs on the "
+          "same queue threshold. `no-preempt`: the same without preemption; `default-obj`: "
+          "`--objective default` (the plan objective's defaults, as before this option). "
+          "Pollux rows: 64 GPUs (16 nodes of 4), 60 s rounds, the importer's fixed run time per "
+          "application; the Pollux artifact's own Tiresias average "
+          "(`results-jobload/tiresias-1.0`, durations from throughput profiles, adaptive batch "
+          "sizes) is listed for scale only: the protocols do not match. Philly rows "
+          "(`philly-GPUS-DAY`): every job of one day of the Philly log (philly-slices/README.md "
+          "gives how it is cut and its load), 8 GPUs per node, 300 s rounds; no published "
+          "numbers use this protocol. Best baseline: the lowest average of fifo, best-fit, las, "
+          "drf, fgd.\n")
     print("| trace | " + " | ".join(p + LABEL[v] for p, v in cols) +
           " | ILP avg / best baseline avg | ILP p99 / fifo p99 | Pollux artifact tiresias-1.0 avg |")
     print("|---|" + "---|" * (len(cols) + 3))

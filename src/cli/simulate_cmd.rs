@@ -128,7 +128,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "V", default_value_t = 0.3)]
     pub service_step: f64,
     /// replay, attained-service: value per GPU added per hour waited (the starvation guard).
-    #[arg(long, value_name = "V", default_value_t = 3.0)]
+    #[arg(long, value_name = "V", default_value_t = 12.0)]
     pub service_aging: f64,
     /// replay, attained-service: a job that has waited this many times as long as it ran is
     /// promoted to the first queue (0, the default: never).
@@ -138,6 +138,10 @@ pub struct TraceArgs {
     /// of two).
     #[arg(long)]
     pub service_size_classes: bool,
+    /// replay, attained-service: multiplier on the value a preempted job loses (the
+    /// `preemption` weight of the plan objective).
+    #[arg(long, value_name = "V", default_value_t = 0.5)]
+    pub service_victim: f64,
 }
 
 /// The value of jobs in replays.
@@ -259,6 +263,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         ("--service-step", a.service_step),
         ("--service-aging", a.service_aging),
         ("--service-starve", a.service_starve),
+        ("--service-victim", a.service_victim),
     ] {
         if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
             return Err(bad(format!("{f} is {v}; expected a number in 0..=100")));
@@ -276,6 +281,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
             preempt: !a.no_preemption,
             starve: (a.service_starve > 0.0).then_some(a.service_starve),
             size_classes: a.service_size_classes,
+            victim: a.service_victim,
             ..ServiceObjective::default()
         },
         las_thresholds: thresholds,

@@ -8,7 +8,8 @@
 //!   seconds; a job runs its trace duration times its placement slowdown (the workload
 //!   profile's factor for the [`Span`] its GPUs cover); completions free GPUs. Rounds in which
 //!   nothing can change (no arrival, no completion, and the last round started nothing) are
-//!   skipped, except under `las`, whose priorities move with attained service.
+//!   skipped, except where priorities move with attained service: under `las`, and under
+//!   `ilp` and `greedy` with the attained-service objective ([`super::service`]).
 //! - **fill** (the FGD paper's): the jobs are shuffled by the seed and submitted in that order,
 //!   never departing, until the GPUs asked for reach `load` times the capacity (when the trace
 //!   runs out, jobs drawn at random with replacement are appended, as the FGD simulator's

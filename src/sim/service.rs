@@ -13,12 +13,14 @@
 //!   against continuous LAS), and a round only changes priorities when a job crosses a threshold.
 //! - **wait** = the time the job has spent waiting (since submission, minus the time it ran):
 //!   the plan objective's aging term adds `aging` per GPU per hour waited, so a long-served job
-//!   that has waited `priority / aging` hours is worth as much as a fresh one. This is the
-//!   starvation guard (Tiresias promotes a job that waited long to the first queue).
+//!   that has waited `step / aging` hours is worth as much as a fresh one (with the defaults,
+//!   90 seconds: among waiting jobs, time waited soon decides the order, as first come, first
+//!   served does inside a Tiresias queue). This is the starvation guard.
 //! - **preemptible** running jobs (when preemption is on), at the priority of their own queue: the
 //!   MIP may preempt a job of a lower queue for one of a higher queue when the value gained
-//!   exceeds the victim's cost, which includes the work lost since its last checkpoint
-//!   (`checkpoint_cost`).
+//!   exceeds the victim's cost: `victim` times its value plus the work lost since its last
+//!   checkpoint (`checkpoint_cost`). Preemption needs a strictly higher priority, so the
+//!   queues decide who may preempt whom, and the costs decide whether it pays.
 //!
 //! The weights the instance carries are [`ServiceObjective::weights`].
 
@@ -69,6 +71,9 @@ pub struct ServiceObjective {
     /// Order waiting jobs of one queue by gang size too: fewer GPUs first, by powers of two
     /// ([`SIZE_CLASSES`] levels per queue, each worth `step / SIZE_CLASSES` per GPU).
     pub size_classes: bool,
+    /// Multiplier on the value a preempted job loses (the `preemption` weight; the plan
+    /// objective's default is 1).
+    pub victim: f64,
 }
 
 /// Gang-size levels per queue when [`ServiceObjective::size_classes`] is on: 1, 2-3, 4-7,
@@ -80,11 +85,12 @@ impl Default for ServiceObjective {
         ServiceObjective {
             thresholds: vec![DEFAULT_THRESHOLD],
             step: 0.3,
-            aging: 3.0,
+            aging: 12.0,
             aging_cap_hours: 48.0,
             preempt: true,
             starve: None,
             size_classes: false,
+            victim: 0.5,
         }
     }
 }
@@ -160,13 +166,14 @@ impl ServiceObjective {
         let w = self.weights();
         format!(
             "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h, starvation \
-             limit {}, size classes {}, preemption {})",
+             limit {}, size classes {}, preemption {}, victim weight {})",
             t.join(","),
             w["priority"],
             self.aging,
             self.starve.map_or("none".to_string(), |k| format!("{k}x run time")),
             if self.size_classes { "on" } else { "off" },
-            if self.preempt { "on" } else { "off" }
+            if self.preempt { "on" } else { "off" },
+            self.victim
         )
     }
 
@@ -182,6 +189,7 @@ impl ServiceObjective {
             ("priority".to_string(), step),
             ("aging".to_string(), self.aging),
             ("aging_cap_hours".to_string(), self.aging_cap_hours),
+            ("preemption".to_string(), self.victim),
         ])
     }
 }
