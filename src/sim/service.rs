@@ -170,7 +170,8 @@ impl ServiceObjective {
             t.join(","),
             w["priority"],
             self.aging,
-            self.starve.map_or("none".to_string(), |k| format!("{k}x run time")),
+            self.starve
+                .map_or("none".to_string(), |k| format!("{k}x run time")),
             if self.size_classes { "on" } else { "off" },
             if self.preempt { "on" } else { "off" },
             self.victim
