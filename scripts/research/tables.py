@@ -154,6 +154,7 @@ def replay_tables():
     print("| trace | " + " | ".join(p + LABEL[v] for p, v in cols) +
           " | ILP avg / best baseline avg | ILP p99 / fifo p99 | Pollux artifact tiresias-1.0 avg |")
     print("|---|" + "---|" * (len(cols) + 3))
+    worse = []
     for n in rep:
         d = replay_runs(os.path.join(out, n))
         cells = []
@@ -172,6 +173,17 @@ def replay_tables():
         a = avgs.get(f"workload-{k}") if k else None
         print(f"| {n[len('replay-'):]} | " + " | ".join(cells) +
               f" | {ratio} | {p99} | {'-' if a is None else f'{a:.0f}'} |")
+        if ratio != "-" and float(ratio) > 1:
+            worse.append(f"{n[len('replay-'):]}: average {100 * (float(ratio) - 1):.1f}% above "
+                         "the best baseline")
+        if p99 != "-" and float(p99) > 1:
+            worse.append(f"{n[len('replay-'):]}: p99 {100 * (float(p99) - 1):.1f}% above FIFO's")
+    if worse:
+        print("\nWhere the ILP is worse than the targets (average above the best baseline's, "
+              "p99 above FIFO's), worst first:\n")
+        worse.sort(key=lambda w: -float(w.split(" ")[2].rstrip("%")))
+        for w in worse:
+            print(f"- {w}")
     print("\n### Makespan (s), preemptions, rounds, wall (s)\n")
     print("| trace | jobs | GPUs | " + " | ".join(p + LABEL[v] for p, v in cols) + " |")
     print("|---|---|---|" + "---|" * len(cols))
