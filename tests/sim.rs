@@ -723,3 +723,28 @@ fn attained_service_queues_wait_and_weights() {
     assert_eq!(starving.rank(40_000.0, 10_000.0, 1.0), -2);
     assert_eq!(starving.rank(40_000.0, 40_000.0, 1.0), 0);
 }
+
+#[test]
+fn bad_queue_thresholds_and_service_weights_exit_2() {
+    let jobs = fx("tiresias_jobs.csv");
+    let j = jobs.to_str().unwrap();
+    let base = [
+        "simulate",
+        "--trace",
+        "tiresias",
+        "--jobs",
+        j,
+        "--planner",
+        "ilp",
+    ];
+    for (flag, value, needle) in [
+        ("--queue-thresholds", "3600,100", "above the previous one"),
+        ("--queue-thresholds", "x", "is not a number of GPU-seconds"),
+        ("--queue-thresholds", "inf", "must be finite"),
+        ("--service-aging", "1e9", "--service-aging is 1000000000"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend([flag, value]);
+        expect_located(&args, needle);
+    }
+}
