@@ -676,6 +676,121 @@ fn fill(sim: &mut Sim<'_>, load: f64, batch: usize, progress: Progress<'_>) -> R
     })
 }
 
+/// What a replay has measured so far.
+#[derive(Default)]
+struct Tally {
+    /// Completion times, in completion order.
+    jct: Vec<f64>,
+    /// Per completed job: ideal duration over JCT (at most 1).
+    fair: Vec<f64>,
+    /// Ideal GPU-seconds of completed jobs.
+    useful: f64,
+    /// GPU-seconds held.
+    held_area: f64,
+    /// Latest completion.
+    last_finish: f64,
+}
+
+/// A job waiting in a replay: (trace job, attained GPU-seconds, ideal seconds of work kept).
+type Waiting = (usize, f64, f64);
+
+/// Ideal run time of trace job `k` (never ends without one).
+fn duration(trace: &Trace, k: usize) -> f64 {
+    trace.jobs[k].duration.unwrap_or(f64::INFINITY)
+}
+
+/// GPU-equivalents of trace job `k` (sharers count their share).
+fn gpu_eq(trace: &Trace, k: usize) -> f64 {
+    trace.jobs[k].gpu_milli_total() as f64 / 1000.0
+}
+
+/// When running job `l` finishes, if nothing preempts it.
+fn finish_time(trace: &Trace, l: &Live) -> f64 {
+    l.run_start + (duration(trace, l.job) - l.done).max(0.0) * l.slowdown
+}
+
+/// Retire the running jobs that finish by `t` into `tally`; whether any did.
+fn complete_due(trace: &Trace, running: &mut Vec<Live>, t: f64, tally: &mut Tally) -> bool {
+    let mut any = false;
+    running.retain(|l| {
+        let finish = finish_time(trace, l);
+        if finish > t {
+            return true;
+        }
+        let d = duration(trace, l.job);
+        let c = finish - l.submit;
+        tally.held_area += gpu_eq(trace, l.job) * (finish - l.run_start);
+        tally.jct.push(c);
+        tally.fair.push((d / c.max(1e-9)).min(1.0));
+        tally.useful += gpu_eq(trace, l.job) * d;
+        tally.last_finish = tally.last_finish.max(finish);
+        any = true;
+        false
+    });
+    any
+}
+
+/// Apply a round's decision at `t`: preempted jobs go back to waiting with the work of their
+/// last checkpoint, placed ones (the first `pending` of `waiting`) start with their placement
+/// slowdown. Whether any job started.
+#[allow(clippy::too_many_arguments)]
+fn apply_decision(
+    sim: &mut Sim<'_>,
+    inst: &Instance,
+    d: &crate::sim::planners::RoundDecision,
+    t: f64,
+    running: &mut Vec<Live>,
+    waiting: &mut Vec<Waiting>,
+    pending: usize,
+    tally: &mut Tally,
+) -> Result<bool> {
+    let trace = sim.trace;
+    let ckpt = sim.cfg.checkpoint_s.max(1e-9);
+    let topo = sim
+        .topo
+        .clone()
+        .ok_or_else(|| Error::Solver("no topology".into()))?;
+    // Preemptions (indices into running).
+    let mut pre = d.assignment.preempted.clone();
+    pre.sort_unstable_by(|a, b| b.cmp(a));
+    for k in pre {
+        let l = running.remove(k);
+        let wall = (t - l.run_start).max(0.0);
+        let kept = wall - wall % ckpt;
+        tally.held_area += gpu_eq(trace, l.job) * wall;
+        waiting.push((l.job, l.attained, l.done + kept / l.slowdown));
+        sim.preemptions += 1;
+    }
+    let mut started = false;
+    let mut keep = Vec::new();
+    for (i, w) in waiting.iter().enumerate() {
+        let Some(set) = d.assignment.placed.get(&i).filter(|_| i < pending) else {
+            keep.push(*w);
+            continue;
+        };
+        let k = w.0;
+        let f = if trace.jobs[k].gpus > 1 {
+            let slow = sim.lib.slowdown(trace.jobs[k].workload.as_deref());
+            span_factor(&topo.span(inst, set), &slow)
+        } else {
+            1.0
+        };
+        running.push(Live {
+            job: k,
+            id: trace.jobs[k].id.clone(),
+            submit: trace.jobs[k].submit,
+            done: w.2,
+            run_start: t,
+            slowdown: f,
+            alloc: set.clone(),
+            attained: w.1,
+        });
+        started = true;
+    }
+    *waiting = keep;
+    Ok(started)
+}
+
 fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
     let trace = sim.trace;
     let cfg = sim.cfg;
@@ -687,54 +802,24 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             format!("is {r}; expected seconds > 0"),
         ));
     }
-    let ckpt = cfg.checkpoint_s.max(1e-9);
-    let cap = trace.gpus() as f64;
     let total = trace.jobs.len();
-    let duration = |k: usize| trace.jobs[k].duration.unwrap_or(f64::INFINITY);
-    let gpu_eq = |k: usize| trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
-    let slow: Vec<Slowdown> = trace
-        .jobs
-        .iter()
-        .map(|j| sim.lib.slowdown(j.workload.as_deref()))
-        .collect();
     let t_first = trace.jobs.first().map_or(0.0, |j| j.submit);
     let mut t = (t_first / r).ceil() * r;
     let mut next_arrival = 0usize;
-    // Waiting jobs: (job, attained GPU-seconds, ideal seconds of work kept).
-    let mut waiting: Vec<(usize, f64, f64)> = Vec::new();
+    let mut waiting: Vec<Waiting> = Vec::new();
     let mut running: Vec<Live> = Vec::new();
-    let mut jct = Vec::new();
-    let mut fair = Vec::new();
-    let mut useful = 0.0;
-    let mut held_area = 0.0; // GPU-seconds held
-    let mut last_finish = t_first;
-    let mut frag_sum = 0.0;
-    let mut frag_n = 0u64;
+    let mut tally = Tally {
+        last_finish: t_first,
+        ..Tally::default()
+    };
+    let mut frag = (0.0, 0u64);
     let mut changed = true;
     let mut last_t = t;
     loop {
-        // Completions up to t.
-        let mut still = Vec::with_capacity(running.len());
-        for l in running.drain(..) {
-            let left = (duration(l.job) - l.done).max(0.0);
-            let finish = l.run_start + left * l.slowdown;
-            if finish <= t {
-                held_area += gpu_eq(l.job) * (finish - l.run_start);
-                let d = duration(l.job);
-                let c = finish - l.submit;
-                jct.push(c);
-                fair.push((d / c.max(1e-9)).min(1.0));
-                useful += gpu_eq(l.job) * d;
-                last_finish = last_finish.max(finish);
-                changed = true;
-            } else {
-                still.push(l);
-            }
-        }
-        running = still;
+        changed |= complete_due(trace, &mut running, t, &mut tally);
         // Attained service grows with time held.
         for l in &mut running {
-            l.attained += gpu_eq(l.job) * (t - last_t).max(0.0);
+            l.attained += gpu_eq(trace, l.job) * (t - last_t).max(0.0);
         }
         last_t = t;
         while next_arrival < total && trace.jobs[next_arrival].submit <= t {
@@ -752,51 +837,19 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
                 .map(|&(k, att, _)| (k, trace.jobs[k].id.clone(), trace.jobs[k].submit, att))
                 .collect();
             let inst = sim.build(&running, &pend, t)?;
-            frag_sum += frag_ratio(&inst, &sim.dist);
-            frag_n += 1;
+            frag.0 += frag_ratio(&inst, &sim.dist);
+            frag.1 += 1;
             let (inst, d) = sim.plan(inst)?;
-            let topo = sim
-                .topo
-                .clone()
-                .ok_or_else(|| Error::Solver("no topology".into()))?;
-            // Preemptions (indices into running).
-            let mut pre = d.assignment.preempted.clone();
-            pre.sort_unstable_by(|a, b| b.cmp(a));
-            for k in pre {
-                let l = running.remove(k);
-                let wall = (t - l.run_start).max(0.0);
-                let kept = wall - wall % ckpt;
-                held_area += gpu_eq(l.job) * wall;
-                waiting.push((l.job, l.attained, l.done + kept / l.slowdown));
-                sim.preemptions += 1;
-            }
-            let mut keep = Vec::new();
-            for (i, w) in waiting.iter().enumerate() {
-                if i < pend.len() {
-                    if let Some(set) = d.assignment.placed.get(&i) {
-                        let k = w.0;
-                        let f = if trace.jobs[k].gpus > 1 {
-                            span_factor(&topo.span(&inst, set), &slow[k])
-                        } else {
-                            1.0
-                        };
-                        running.push(Live {
-                            job: k,
-                            id: trace.jobs[k].id.clone(),
-                            submit: trace.jobs[k].submit,
-                            done: w.2,
-                            run_start: t,
-                            slowdown: f,
-                            alloc: set.clone(),
-                            attained: w.1,
-                        });
-                        started_any = true;
-                        continue;
-                    }
-                }
-                keep.push(*w);
-            }
-            waiting = keep;
+            started_any = apply_decision(
+                sim,
+                &inst,
+                &d,
+                t,
+                &mut running,
+                &mut waiting,
+                pend.len(),
+                &mut tally,
+            )?;
             // Jobs finished so far: arrived and no longer waiting or running (never counts
             // jobs that have not arrived yet, so it only grows).
             let finished = next_arrival - waiting.len() - running.len();
@@ -812,8 +865,7 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             next = next.min(trace.jobs[next_arrival].submit);
         }
         for l in &running {
-            let left = (duration(l.job) - l.done).max(0.0);
-            next = next.min(l.run_start + left * l.slowdown);
+            next = next.min(finish_time(trace, l));
         }
         if changed || (sim.priorities_move() && !running.is_empty() && !waiting.is_empty()) {
             next = next.min(t + r);
@@ -825,30 +877,48 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
     }
     let unfinished = waiting.len() + running.len() + (total - next_arrival);
     progress((total - unfinished) as u64, total as u64);
-    let makespan = (last_finish - t_first).max(0.0);
-    let span = makespan.max(r);
     for l in &running {
-        held_area += gpu_eq(l.job) * (t - l.run_start).max(0.0);
+        tally.held_area += gpu_eq(trace, l.job) * (t - l.run_start).max(0.0);
     }
-    Ok(Report {
+    let frag_rate = if frag.1 > 0 {
+        frag.0 / frag.1 as f64
+    } else {
+        0.0
+    };
+    Ok(replay_report(
+        trace, r, t, t_first, tally, frag_rate, unfinished,
+    ))
+}
+
+/// The report of a replay that ended at `t`.
+fn replay_report(
+    trace: &Trace,
+    round_s: f64,
+    t: f64,
+    t_first: f64,
+    tally: Tally,
+    frag_rate: f64,
+    unfinished: usize,
+) -> Report {
+    let cap = trace.gpus() as f64;
+    let jct = tally.jct;
+    let makespan = (tally.last_finish - t_first).max(0.0);
+    let span = makespan.max(round_s);
+    Report {
         metrics: Metrics {
-            gpu_allocation_ratio: (held_area / (cap * span.max(t - t_first))).clamp(0.0, 1.0),
+            gpu_allocation_ratio: (tally.held_area / (cap * span.max(t - t_first))).clamp(0.0, 1.0),
             avg_jct_s: (!jct.is_empty()).then(|| jct.iter().sum::<f64>() / jct.len() as f64),
             p50_jct_s: percentile(&jct, 0.5),
             p99_jct_s: percentile(&jct, 0.99),
             makespan_s: (!jct.is_empty()).then_some(makespan),
-            utilization: (useful / (cap * span)).clamp(0.0, 1.0),
-            fragmentation_rate: if frag_n > 0 {
-                frag_sum / frag_n as f64
-            } else {
-                0.0
-            },
-            jain_fairness: jain(&fair),
+            utilization: (tally.useful / (cap * span)).clamp(0.0, 1.0),
+            fragmentation_rate: frag_rate,
+            jain_fairness: jain(&tally.fair),
             ..Default::default()
         },
         info: RunInfo {
             protocol: "replay".into(),
-            jobs_submitted: total as u64,
+            jobs_submitted: trace.jobs.len() as u64,
             jobs_done: jct.len() as u64,
             jobs_failed: unfinished as u64,
             ..Default::default()
@@ -858,5 +928,5 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             ..Default::default()
         },
         ..Default::default()
-    })
+    }
 }
