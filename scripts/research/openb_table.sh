@@ -12,7 +12,7 @@
 #   WORKLOADS     openb pod lists (names without openb_pod_list_)   [default multigpu20
 #                 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33]
 #   ILP_WORKLOADS workloads the ILP runs on (full cluster)          [default]
-#   POLLUX        Pollux workloads for the JCT table                [1 2]
+#   POLLUX        Pollux workloads for the JCT table                [1 2 3 4 5 6 7 8]
 #   PHILLY_SLICES Philly days as GPUS@DAY for the JCT table         [64@2017-11-14
 #                 128@2017-11-11 256@2017-10-19 512@2017-10-08]
 #   PHILLY        the Pollux artifact's philly.csv: recut the slices from it (optional;
@@ -32,7 +32,7 @@ ILP_SEEDS=${ILP_SEEDS-42-43}
 CUT_SEEDS=${CUT_SEEDS-42-51}
 WORKLOADS=${WORKLOADS-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
 ILP_WORKLOADS=${ILP_WORKLOADS-default}
-POLLUX=${POLLUX-"1 2"}
+POLLUX=${POLLUX-"1 2 3 4 5 6 7 8"}
 PHILLY_SLICES=${PHILLY_SLICES-"64@2017-11-14 128@2017-11-11 256@2017-10-19 512@2017-10-08"}
 OUT=${OUT:-docs/results/research}
 G=${G:-target/release/gangplan}
