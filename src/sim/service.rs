@@ -148,18 +148,6 @@ impl ServiceObjective {
         (now - submit - ran).max(0.0)
     }
 
-    /// Seconds from `now` until a job holding `gpus` GPU-equivalents with `attained`
-    /// GPU-seconds reaches its next threshold; `None` past the last.
-    pub fn next_crossing(&self, attained: f64, gpus: f64) -> Option<f64> {
-        if gpus <= 0.0 {
-            return None;
-        }
-        self.thresholds
-            .iter()
-            .find(|&&t| t > attained)
-            .map(|&t| (t - attained) / gpus)
-    }
-
     /// How a report names these settings.
     pub fn describe(&self) -> String {
         let t: Vec<String> = self.thresholds.iter().map(|t| format!("{t}")).collect();
