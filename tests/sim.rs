@@ -611,3 +611,138 @@ fn dumped_rounds_are_valid_instances() {
         assert!(!inst.nodes.is_empty());
     }
 }
+
+/// One 4-GPU node; a long 4-GPU job at t=0 and a short 4-GPU job at t=600 s.
+fn long_then_short() -> Trace {
+    let job =
+        |id: &str, submit: f64, d: f64| trace::TraceJob::whole_gpus(id.into(), submit, Some(d), 4);
+    Trace {
+        name: "long-then-short".into(),
+        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
+        jobs: vec![job("long", 0.0, 100_000.0), job("short", 600.0, 600.0)],
+    }
+}
+
+/// The run's job completion times, in completion order.
+fn finish_times(r: &Report) -> Vec<f64> {
+    r.series.jct_s.clone()
+}
+
+#[test]
+fn attained_service_lets_a_short_job_overtake_a_long_one_under_the_ilp() {
+    use gangplan::sim::service::ReplayObjective;
+    let t = long_then_short();
+    let mut base = SimConfig {
+        checkpoint_s: 60.0,
+        round_time_limit: 1.0,
+        ..SimConfig::default()
+    };
+    base.service.thresholds = vec![3600.0];
+    for p in [PlannerName::Ilp, PlannerName::Greedy] {
+        // Attained service (the default; one queue threshold, here at 3600 GPU-seconds): the
+        // long job passes it at t=900 s and drops to the second queue; the short one, still in
+        // the first, preempts it.
+        let r = run(&t, p, &base);
+        assert_eq!(r.info.jobs_done, 2, "{p:?}");
+        assert!(
+            r.metrics.preemptions >= 1,
+            "{p:?}: the long job was preempted"
+        );
+        let c = finish_times(&r);
+        // Completion order: the short job (submitted at 600 s) first, within an hour.
+        assert!(c[0] < 3600.0, "{p:?}: the short job's JCT {c:?}");
+        assert!(c[1] > 100_000.0, "{p:?}: the long job finishes last {c:?}");
+        assert!(r
+            .info
+            .objective
+            .as_deref()
+            .unwrap()
+            .starts_with("attained-service"));
+        // The plan objective's defaults: nothing preemptible, the short job waits for the
+        // long one to end.
+        let cfg = SimConfig {
+            objective: ReplayObjective::Default,
+            ..base.clone()
+        };
+        let r = run(&t, p, &cfg);
+        assert_eq!(r.metrics.preemptions, 0, "{p:?}");
+        let c = finish_times(&r);
+        assert!(
+            (c[0] - 100_000.0).abs() < 120.0,
+            "{p:?}: the long job first {c:?}"
+        );
+        assert!(c[1] > 99_000.0, "{p:?}: the short job waited for it {c:?}");
+        assert_eq!(r.info.objective.as_deref(), Some("default"));
+        // Attained service without preemption: the same as the defaults here (both wait).
+        let mut cfg = base.clone();
+        cfg.service.preempt = false;
+        let r = run(&t, p, &cfg);
+        assert_eq!(r.metrics.preemptions, 0, "{p:?}");
+        assert!(finish_times(&r)[1] > 99_000.0, "{p:?}");
+    }
+}
+
+#[test]
+fn attained_service_queues_wait_and_weights() {
+    use gangplan::sim::service::ServiceObjective;
+    let s = ServiceObjective {
+        thresholds: vec![3600.0, 36_000.0],
+        ..ServiceObjective::default()
+    };
+    assert_eq!(ServiceObjective::default().thresholds, vec![57_600.0]);
+    assert_eq!(s.queue(0.0), 0);
+    assert_eq!(s.queue(3599.0), 0);
+    assert_eq!(s.queue(3600.0), 1);
+    assert_eq!(s.priority(40_000.0), -2);
+    // 4 GPUs, 1000 GPU-seconds: ran 250 s of the 1000 s since submission.
+    assert_eq!(ServiceObjective::waited(1100.0, 100.0, 1000.0, 4.0), 750.0);
+    // The lowest queue keeps a positive value per GPU however large the step.
+    let steep = ServiceObjective {
+        step: 0.8,
+        ..s.clone()
+    };
+    assert!(1.0 - 2.0 * steep.weights()["priority"] >= 0.1 - 1e-12);
+    assert_eq!(s.weights()["aging"], 12.0);
+    assert_eq!(s.weights()["preemption"], 0.5);
+    // Size classes: a waiting 8-GPU gang ranks three levels below a 1-GPU job of its queue;
+    // running jobs sit on their queue's first level.
+    let sized = ServiceObjective {
+        size_classes: true,
+        ..s.clone()
+    };
+    assert_eq!(sized.waiting_rank(0.0, 0.0, 1.0), 0);
+    assert_eq!(sized.waiting_rank(0.0, 0.0, 8.0), -3);
+    assert_eq!(sized.priority(4000.0), -7);
+    // Starvation limit: waited at least K x ran promotes to the first queue.
+    let starving = ServiceObjective {
+        starve: Some(1.0),
+        ..s.clone()
+    };
+    assert_eq!(starving.rank(40_000.0, 10_000.0, 1.0), -2);
+    assert_eq!(starving.rank(40_000.0, 40_000.0, 1.0), 0);
+}
+
+#[test]
+fn bad_queue_thresholds_and_service_weights_exit_2() {
+    let jobs = fx("tiresias_jobs.csv");
+    let j = jobs.to_str().unwrap();
+    let base = [
+        "simulate",
+        "--trace",
+        "tiresias",
+        "--jobs",
+        j,
+        "--planner",
+        "ilp",
+    ];
+    for (flag, value, needle) in [
+        ("--queue-thresholds", "3600,100", "above the previous one"),
+        ("--queue-thresholds", "x", "is not a number of GPU-seconds"),
+        ("--queue-thresholds", "inf", "must be finite"),
+        ("--service-aging", "1e9", "--service-aging is 1000000000"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend([flag, value]);
+        expect_located(&args, needle);
+    }
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate the research tables (docs/results/research/README.md), linked from
-# docs/research.md:
+# Regenerate the research tables (docs/results/research/README.md) and their plots (each
+# run's jct_cdf.svg, alloc_vs_load.svg, solve_time.svg), linked from docs/research.md:
 #
 #   scripts/research/openb_table.sh
 #
@@ -12,7 +12,11 @@
 #   WORKLOADS     openb pod lists (names without openb_pod_list_)   [default multigpu20
 #                 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33]
 #   ILP_WORKLOADS workloads the ILP runs on (full cluster)          [default]
-#   POLLUX        Pollux workloads for the JCT table                [1 2 3]
+#   POLLUX        Pollux workloads for the JCT table                [1 2 3 4 5 6 7 8]
+#   PHILLY_SLICES Philly days as GPUS@DAY for the JCT table         [64@2017-11-14
+#                 128@2017-11-11 256@2017-10-19 512@2017-10-08]
+#   PHILLY        the Pollux artifact's philly.csv: recut the slices from it (optional;
+#                 the committed cuts under OUT/philly-slices/ are used otherwise)
 #   OUT           output folder                                     [docs/results/research]
 #   G             the gangplan binary                               [target/release/gangplan]
 #
@@ -28,7 +32,8 @@ ILP_SEEDS=${ILP_SEEDS-42-43}
 CUT_SEEDS=${CUT_SEEDS-42-51}
 WORKLOADS=${WORKLOADS-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
 ILP_WORKLOADS=${ILP_WORKLOADS-default}
-POLLUX=${POLLUX-"1 2 3"}
+POLLUX=${POLLUX-"1 2 3 4 5 6 7 8"}
+PHILLY_SLICES=${PHILLY_SLICES-"64@2017-11-14 128@2017-11-11 256@2017-10-19 512@2017-10-08"}
 OUT=${OUT:-docs/results/research}
 G=${G:-target/release/gangplan}
 A=$TRACES/alibaba-gpu-v2023
@@ -56,10 +61,31 @@ for w in $WORKLOADS; do
       --artifact-score --out-dir "$OUT/openb-$w/artifact-ilp"
   fi
 done
-# Time-based replays of the Pollux workloads (64 GPUs, 16 nodes of 4, Pollux's default).
+# Time-based replays: every baseline, the greedy and the ILP with the attained-service
+# objective (the default), then the ILP without preemption and both with --objective default.
+replay() {  # replay NAME ARGS...
+  local name=$1; shift
+  local o="$OUT/replay-$name"
+  cmp "$@" --planners fifo,best-fit,las,drf,fgd,greedy,ilp --out-dir "$o/main"
+  cmp "$@" --planners ilp --no-preemption --out-dir "$o/no-preemption"
+  cmp "$@" --planners greedy,ilp --objective default --out-dir "$o/default"
+}
+# Pollux workloads on 64 GPUs (16 nodes of 4, Pollux's default), 60 s rounds.
 for k in $POLLUX; do
-  cmp --trace pollux --jobs "$TRACES/pollux-osdi21/workloads/workload-$k.csv" \
-    --planners fifo,best-fit,las,drf,fgd,greedy,ilp --out-dir "$OUT/pollux-$k"
+  replay "pollux-$k" --trace pollux --jobs "$TRACES/pollux-osdi21/workloads/workload-$k.csv"
+done
+# One-day slices of the Philly log (scripts/research/philly_slice.py; the cut files are
+# committed under OUT/philly-slices/, recut from $PHILLY when it is set), 8 GPUs per node,
+# 300 s rounds.
+for s in $PHILLY_SLICES; do
+  gpus=${s%%@*}; day=${s#*@}
+  f="$OUT/philly-slices/philly-$gpus-$day.csv"
+  if [[ -n "${PHILLY:-}" ]]; then
+    mkdir -p "$OUT/philly-slices"
+    python3 scripts/research/philly_slice.py "$PHILLY" "$day" "$gpus" "$f"
+  fi
+  replay "philly-$gpus-$day" --trace philly --jobs "$f" --gpus "$gpus" --gpus-per-node 8 \
+    --round 300
 done
 python3 scripts/research/tables.py "$OUT" "$REF" "$(( $(date +%s) - start ))" > "$OUT/README.md"
 echo "wrote $OUT/README.md"

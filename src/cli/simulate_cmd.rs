@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::sim::engine::{simulate, trace_dist, typical_pods, Protocol, SimConfig};
 use gangplan::sim::planners::{PlannerName, RoundPlanner, NAMES};
+use gangplan::sim::service::{ReplayObjective, ServiceObjective};
 use gangplan::sim::trace::{self, Trace};
 use gangplan::sim::Report;
 use gangplan::solve::Formulation;
@@ -110,6 +111,46 @@ pub struct TraceArgs {
     /// random node order drawn from --seed) instead of by exact growth with best-fit ties.
     #[arg(long)]
     pub artifact_score: bool,
+    /// replay, ilp and greedy: the value each job is given: attained-service (least
+    /// GPU-seconds received first, by queue, with aging and preemption across queues) or
+    /// default (the plan objective's: all jobs equal, nothing preemptible).
+    #[arg(long, value_enum, default_value_t = ObjectiveArg::AttainedService)]
+    pub objective: ObjectiveArg,
+    /// replay, ilp and greedy under attained-service: running jobs are not preemptible.
+    #[arg(long)]
+    pub no_preemption: bool,
+    /// replay: attained-service queue thresholds in GPU-seconds, increasing, comma-separated
+    /// (las and the attained-service objective).
+    #[arg(long, value_name = "S,S,..", default_value = "57600")]
+    pub queue_thresholds: String,
+    /// replay, attained-service: value per GPU one queue step takes off (at most 0.9 /
+    /// queues).
+    #[arg(long, value_name = "V", default_value_t = 0.3)]
+    pub service_step: f64,
+    /// replay, attained-service: value per GPU added per hour waited (the starvation guard).
+    #[arg(long, value_name = "V", default_value_t = 12.0)]
+    pub service_aging: f64,
+    /// replay, attained-service: a job that has waited this many times as long as it ran is
+    /// promoted to the first queue (0, the default: never).
+    #[arg(long, value_name = "K", default_value_t = 0.0)]
+    pub service_starve: f64,
+    /// replay, attained-service: within a queue, waiting gangs of fewer GPUs first (powers
+    /// of two).
+    #[arg(long)]
+    pub service_size_classes: bool,
+    /// replay, attained-service: multiplier on the value a preempted job loses (the
+    /// `preemption` weight of the plan objective).
+    #[arg(long, value_name = "V", default_value_t = 0.5)]
+    pub service_victim: f64,
+}
+
+/// The value of jobs in replays.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ObjectiveArg {
+    /// Least attained service first, with aging.
+    AttainedService,
+    /// The plan objective's defaults.
+    Default,
 }
 
 /// Weighting of the task distribution given to the greedy and the ILP.
@@ -217,7 +258,33 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
             return Err(bad(format!("{f} is {v}; expected seconds > 0")));
         }
     }
+    let thresholds = queue_thresholds(&a.queue_thresholds)?;
+    for (f, v) in [
+        ("--service-step", a.service_step),
+        ("--service-aging", a.service_aging),
+        ("--service-starve", a.service_starve),
+        ("--service-victim", a.service_victim),
+    ] {
+        if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
+            return Err(bad(format!("{f} is {v}; expected a number in 0..=100")));
+        }
+    }
     Ok(SimConfig {
+        objective: match a.objective {
+            ObjectiveArg::AttainedService => ReplayObjective::AttainedService,
+            ObjectiveArg::Default => ReplayObjective::Default,
+        },
+        service: ServiceObjective {
+            thresholds: thresholds.clone(),
+            step: a.service_step,
+            aging: a.service_aging,
+            preempt: !a.no_preemption,
+            starve: (a.service_starve > 0.0).then_some(a.service_starve),
+            size_classes: a.service_size_classes,
+            victim: a.service_victim,
+            ..ServiceObjective::default()
+        },
+        las_thresholds: thresholds,
         protocol: match a.protocol {
             ProtocolArg::Replay => Protocol::Replay,
             ProtocolArg::Fill => Protocol::Fill {
@@ -238,6 +305,25 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         },
         ..SimConfig::default()
     })
+}
+
+/// Parse `--queue-thresholds`: positive, finite, increasing GPU-seconds.
+fn queue_thresholds(s: &str) -> Result<Vec<f64>, Failure> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let x: f64 = part.parse().map_err(|_| {
+            bad(format!(
+                "--queue-thresholds: {part:?} is not a number of GPU-seconds"
+            ))
+        })?;
+        if !(x.is_finite() && x > 0.0 && v.last().is_none_or(|&l| x > l)) {
+            return Err(bad(format!(
+                "--queue-thresholds: {part} must be finite, > 0 and above the previous one"
+            )));
+        }
+        v.push(x);
+    }
+    Ok(v)
 }
 
 /// Parse a planner name.

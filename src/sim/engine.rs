@@ -8,7 +8,8 @@
 //!   seconds; a job runs its trace duration times its placement slowdown (the workload
 //!   profile's factor for the [`Span`] its GPUs cover); completions free GPUs. Rounds in which
 //!   nothing can change (no arrival, no completion, and the last round started nothing) are
-//!   skipped, except under `las`, whose priorities move with attained service.
+//!   skipped, except where priorities move with attained service: under `las`, and under
+//!   `ilp` and `greedy` with the attained-service objective ([`super::service`]).
 //! - **fill** (the FGD paper's): the jobs are shuffled by the seed and submitted in that order,
 //!   never departing, until the GPUs asked for reach `load` times the capacity (when the trace
 //!   runs out, jobs drawn at random with replacement are appended, as the FGD simulator's
@@ -17,6 +18,7 @@
 
 use super::metrics::{jain, percentile, Metrics, Report, RunInfo, Series};
 use super::planners::{PlannerName, RoundPlanner};
+use super::service::{ReplayObjective, ServiceObjective};
 use super::trace::{Trace, TraceJob};
 use crate::assignment::GpuSet;
 use crate::error::{Error, Result};
@@ -82,6 +84,11 @@ pub struct SimConfig {
     /// distribution the greedy and the ILP are given is not written (a dumped round plans
     /// with best fit).
     pub dump_rounds: Option<std::path::PathBuf>,
+    /// replay: what the `ilp` and `greedy` planners are told a job is worth (default:
+    /// least attained service first, [`ServiceObjective`]).
+    pub objective: ReplayObjective,
+    /// replay: the attained-service objective's queues, weights and preemption.
+    pub service: ServiceObjective,
 }
 
 /// How the task types of the distribution given to the greedy and the ILP are weighted.
@@ -117,11 +124,13 @@ impl Default for SimConfig {
             seed: 42,
             round_time_limit: 2.0,
             max_rounds: 1_000_000,
-            las_thresholds: vec![3600.0, 36_000.0],
+            las_thresholds: vec![super::service::DEFAULT_THRESHOLD],
             planner_task_dist: true,
             planner_dist_weight: DistWeight::default(),
             planner_artifact_score: false,
             dump_rounds: None,
+            objective: ReplayObjective::default(),
+            service: ServiceObjective::default(),
         }
     }
 }
@@ -244,6 +253,49 @@ impl<'a> Sim<'a> {
         self.planner.name() == PlannerName::Las
     }
 
+    /// The attained-service objective, when this run gives it to its planner: a replay under
+    /// `ilp` or `greedy` with `--objective attained-service`.
+    fn service(&self) -> Option<&ServiceObjective> {
+        let ours = matches!(self.planner.name(), PlannerName::Ilp | PlannerName::Greedy);
+        (ours
+            && self.cfg.protocol == Protocol::Replay
+            && self.cfg.objective == ReplayObjective::AttainedService)
+            .then_some(&self.cfg.service)
+    }
+
+    /// Whether priorities move with attained service, so rounds run while jobs wait even when
+    /// no job arrived or finished.
+    fn priorities_move(&self) -> bool {
+        self.las() || self.service().is_some()
+    }
+
+    /// (priority, preemptible) of a running job `l` at `now`.
+    fn running_rank(&self, l: &Live, now: f64) -> (i64, bool) {
+        let attained = l.attained;
+        if let Some(s) = self.service() {
+            let gpus = self.trace.jobs[l.job].gpu_milli_total() as f64 / 1000.0;
+            let waited = ServiceObjective::waited(now, l.submit, attained, gpus);
+            (s.rank(attained, waited, gpus), s.preempt)
+        } else if self.las() {
+            (self.queue_priority(attained), true)
+        } else {
+            (0, false)
+        }
+    }
+
+    /// (priority, seconds waited) of a waiting job of trace job `k`.
+    fn pending_rank(&self, k: usize, submit: f64, attained: f64, now: f64) -> (i64, f64) {
+        if let Some(s) = self.service() {
+            let gpus = self.trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
+            let waited = ServiceObjective::waited(now, submit, attained, gpus);
+            (s.waiting_rank(attained, waited, gpus), waited)
+        } else if self.las() {
+            (self.queue_priority(attained), (now - submit).max(0.0))
+        } else {
+            (0, (now - submit).max(0.0))
+        }
+    }
+
     fn queue_priority(&self, attained: f64) -> i64 {
         -(self
             .cfg
@@ -259,7 +311,7 @@ impl<'a> Sim<'a> {
         pending: &[(usize, String, f64, f64)],
         now: f64,
     ) -> Result<Instance> {
-        let las = self.las();
+        let preemption = self.las() || self.service().is_some_and(|s| s.preempt);
         let names: Vec<&str> = self.trace.nodes.iter().map(|n| n.name.as_str()).collect();
         let raw = RawInstance {
             nodes: self.trace.nodes.clone(),
@@ -269,15 +321,12 @@ impl<'a> Sim<'a> {
                 .map(|l| {
                     let j = &self.trace.jobs[l.job];
                     let held = (now - l.run_start).max(0.0);
+                    let (priority, preemptible) = self.running_rank(l, now);
                     RawRunning {
                         id: l.id.clone(),
                         tenant: j.tenant.clone(),
-                        priority: if las {
-                            self.queue_priority(l.attained)
-                        } else {
-                            0
-                        },
-                        preemptible: las,
+                        priority,
+                        preemptible,
                         checkpoint_cost: Some(
                             j.gpus as f64 * (held % self.cfg.checkpoint_s.max(1e-9)),
                         ),
@@ -298,16 +347,13 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|(k, id, submit, attained)| {
                     let j = &self.trace.jobs[*k];
+                    let (priority, wait) = self.pending_rank(*k, *submit, *attained, now);
                     RawPending {
                         id: id.clone(),
                         tenant: j.tenant.clone(),
                         gpus: j.gpus as u64,
-                        priority: if las {
-                            self.queue_priority(*attained)
-                        } else {
-                            0
-                        },
-                        wait: Some((now - submit).max(0.0)),
+                        priority,
+                        wait: Some(wait),
                         gpu_type: j.gpu_types.clone().map(GpuTypes::Many),
                         workload: j.workload.clone(),
                         gpu_milli: j.gpu_milli.map(u64::from),
@@ -319,7 +365,8 @@ impl<'a> Sim<'a> {
                 .collect(),
             policy: Some(RawPolicy {
                 time_limit: Some(self.cfg.round_time_limit.max(0.05)),
-                preemption: Some(las),
+                preemption: Some(preemption),
+                weights: self.service().map(|s| s.weights()).unwrap_or_default(),
                 seed: Some(self.cfg.seed),
                 ..Default::default()
             }),
@@ -493,6 +540,13 @@ pub fn simulate(
     report.info.ilp_changed_rounds = sim.changed.iter().filter(|&&c| c > 0).count() as u64;
     report.info.ilp_changed_jobs = sim.changed.iter().sum();
     report.series.ilp_changed = sim.changed.clone();
+    let ours = matches!(planner.name(), PlannerName::Ilp | PlannerName::Greedy);
+    if ours && cfg.protocol == Protocol::Replay {
+        report.info.objective = Some(match sim.service() {
+            Some(s) => s.describe(),
+            None => ReplayObjective::Default.as_str().to_string(),
+        });
+    }
     Ok(report)
 }
 
@@ -622,6 +676,121 @@ fn fill(sim: &mut Sim<'_>, load: f64, batch: usize, progress: Progress<'_>) -> R
     })
 }
 
+/// What a replay has measured so far.
+#[derive(Default)]
+struct Tally {
+    /// Completion times, in completion order.
+    jct: Vec<f64>,
+    /// Per completed job: ideal duration over JCT (at most 1).
+    fair: Vec<f64>,
+    /// Ideal GPU-seconds of completed jobs.
+    useful: f64,
+    /// GPU-seconds held.
+    held_area: f64,
+    /// Latest completion.
+    last_finish: f64,
+}
+
+/// A job waiting in a replay: (trace job, attained GPU-seconds, ideal seconds of work kept).
+type Waiting = (usize, f64, f64);
+
+/// Ideal run time of trace job `k` (never ends without one).
+fn duration(trace: &Trace, k: usize) -> f64 {
+    trace.jobs[k].duration.unwrap_or(f64::INFINITY)
+}
+
+/// GPU-equivalents of trace job `k` (sharers count their share).
+fn gpu_eq(trace: &Trace, k: usize) -> f64 {
+    trace.jobs[k].gpu_milli_total() as f64 / 1000.0
+}
+
+/// When running job `l` finishes, if nothing preempts it.
+fn finish_time(trace: &Trace, l: &Live) -> f64 {
+    l.run_start + (duration(trace, l.job) - l.done).max(0.0) * l.slowdown
+}
+
+/// Retire the running jobs that finish by `t` into `tally`; whether any did.
+fn complete_due(trace: &Trace, running: &mut Vec<Live>, t: f64, tally: &mut Tally) -> bool {
+    let mut any = false;
+    running.retain(|l| {
+        let finish = finish_time(trace, l);
+        if finish > t {
+            return true;
+        }
+        let d = duration(trace, l.job);
+        let c = finish - l.submit;
+        tally.held_area += gpu_eq(trace, l.job) * (finish - l.run_start);
+        tally.jct.push(c);
+        tally.fair.push((d / c.max(1e-9)).min(1.0));
+        tally.useful += gpu_eq(trace, l.job) * d;
+        tally.last_finish = tally.last_finish.max(finish);
+        any = true;
+        false
+    });
+    any
+}
+
+/// Apply a round's decision at `t`: preempted jobs go back to waiting with the work of their
+/// last checkpoint, placed ones (the first `pending` of `waiting`) start with their placement
+/// slowdown. Whether any job started.
+#[allow(clippy::too_many_arguments)]
+fn apply_decision(
+    sim: &mut Sim<'_>,
+    inst: &Instance,
+    d: &crate::sim::planners::RoundDecision,
+    t: f64,
+    running: &mut Vec<Live>,
+    waiting: &mut Vec<Waiting>,
+    pending: usize,
+    tally: &mut Tally,
+) -> Result<bool> {
+    let trace = sim.trace;
+    let ckpt = sim.cfg.checkpoint_s.max(1e-9);
+    let topo = sim
+        .topo
+        .clone()
+        .ok_or_else(|| Error::Solver("no topology".into()))?;
+    // Preemptions (indices into running).
+    let mut pre = d.assignment.preempted.clone();
+    pre.sort_unstable_by(|a, b| b.cmp(a));
+    for k in pre {
+        let l = running.remove(k);
+        let wall = (t - l.run_start).max(0.0);
+        let kept = wall - wall % ckpt;
+        tally.held_area += gpu_eq(trace, l.job) * wall;
+        waiting.push((l.job, l.attained, l.done + kept / l.slowdown));
+        sim.preemptions += 1;
+    }
+    let mut started = false;
+    let mut keep = Vec::new();
+    for (i, w) in waiting.iter().enumerate() {
+        let Some(set) = d.assignment.placed.get(&i).filter(|_| i < pending) else {
+            keep.push(*w);
+            continue;
+        };
+        let k = w.0;
+        let f = if trace.jobs[k].gpus > 1 {
+            let slow = sim.lib.slowdown(trace.jobs[k].workload.as_deref());
+            span_factor(&topo.span(inst, set), &slow)
+        } else {
+            1.0
+        };
+        running.push(Live {
+            job: k,
+            id: trace.jobs[k].id.clone(),
+            submit: trace.jobs[k].submit,
+            done: w.2,
+            run_start: t,
+            slowdown: f,
+            alloc: set.clone(),
+            attained: w.1,
+        });
+        started = true;
+    }
+    *waiting = keep;
+    Ok(started)
+}
+
 fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
     let trace = sim.trace;
     let cfg = sim.cfg;
@@ -633,54 +802,24 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             format!("is {r}; expected seconds > 0"),
         ));
     }
-    let ckpt = cfg.checkpoint_s.max(1e-9);
-    let cap = trace.gpus() as f64;
     let total = trace.jobs.len();
-    let duration = |k: usize| trace.jobs[k].duration.unwrap_or(f64::INFINITY);
-    let gpu_eq = |k: usize| trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
-    let slow: Vec<Slowdown> = trace
-        .jobs
-        .iter()
-        .map(|j| sim.lib.slowdown(j.workload.as_deref()))
-        .collect();
     let t_first = trace.jobs.first().map_or(0.0, |j| j.submit);
     let mut t = (t_first / r).ceil() * r;
     let mut next_arrival = 0usize;
-    // Waiting jobs: (job, attained GPU-seconds, ideal seconds of work kept).
-    let mut waiting: Vec<(usize, f64, f64)> = Vec::new();
+    let mut waiting: Vec<Waiting> = Vec::new();
     let mut running: Vec<Live> = Vec::new();
-    let mut jct = Vec::new();
-    let mut fair = Vec::new();
-    let mut useful = 0.0;
-    let mut held_area = 0.0; // GPU-seconds held
-    let mut last_finish = t_first;
-    let mut frag_sum = 0.0;
-    let mut frag_n = 0u64;
+    let mut tally = Tally {
+        last_finish: t_first,
+        ..Tally::default()
+    };
+    let mut frag = (0.0, 0u64);
     let mut changed = true;
     let mut last_t = t;
     loop {
-        // Completions up to t.
-        let mut still = Vec::with_capacity(running.len());
-        for l in running.drain(..) {
-            let left = (duration(l.job) - l.done).max(0.0);
-            let finish = l.run_start + left * l.slowdown;
-            if finish <= t {
-                held_area += gpu_eq(l.job) * (finish - l.run_start);
-                let d = duration(l.job);
-                let c = finish - l.submit;
-                jct.push(c);
-                fair.push((d / c.max(1e-9)).min(1.0));
-                useful += gpu_eq(l.job) * d;
-                last_finish = last_finish.max(finish);
-                changed = true;
-            } else {
-                still.push(l);
-            }
-        }
-        running = still;
+        changed |= complete_due(trace, &mut running, t, &mut tally);
         // Attained service grows with time held.
         for l in &mut running {
-            l.attained += gpu_eq(l.job) * (t - last_t).max(0.0);
+            l.attained += gpu_eq(trace, l.job) * (t - last_t).max(0.0);
         }
         last_t = t;
         while next_arrival < total && trace.jobs[next_arrival].submit <= t {
@@ -689,7 +828,7 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             changed = true;
         }
         let mut started_any = false;
-        if !waiting.is_empty() && (changed || sim.las()) {
+        if !waiting.is_empty() && (changed || sim.priorities_move()) {
             if sim.rounds >= cfg.max_rounds {
                 break;
             }
@@ -698,51 +837,19 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
                 .map(|&(k, att, _)| (k, trace.jobs[k].id.clone(), trace.jobs[k].submit, att))
                 .collect();
             let inst = sim.build(&running, &pend, t)?;
-            frag_sum += frag_ratio(&inst, &sim.dist);
-            frag_n += 1;
+            frag.0 += frag_ratio(&inst, &sim.dist);
+            frag.1 += 1;
             let (inst, d) = sim.plan(inst)?;
-            let topo = sim
-                .topo
-                .clone()
-                .ok_or_else(|| Error::Solver("no topology".into()))?;
-            // Preemptions (indices into running).
-            let mut pre = d.assignment.preempted.clone();
-            pre.sort_unstable_by(|a, b| b.cmp(a));
-            for k in pre {
-                let l = running.remove(k);
-                let wall = (t - l.run_start).max(0.0);
-                let kept = wall - wall % ckpt;
-                held_area += gpu_eq(l.job) * wall;
-                waiting.push((l.job, l.attained, l.done + kept / l.slowdown));
-                sim.preemptions += 1;
-            }
-            let mut keep = Vec::new();
-            for (i, w) in waiting.iter().enumerate() {
-                if i < pend.len() {
-                    if let Some(set) = d.assignment.placed.get(&i) {
-                        let k = w.0;
-                        let f = if trace.jobs[k].gpus > 1 {
-                            span_factor(&topo.span(&inst, set), &slow[k])
-                        } else {
-                            1.0
-                        };
-                        running.push(Live {
-                            job: k,
-                            id: trace.jobs[k].id.clone(),
-                            submit: trace.jobs[k].submit,
-                            done: w.2,
-                            run_start: t,
-                            slowdown: f,
-                            alloc: set.clone(),
-                            attained: w.1,
-                        });
-                        started_any = true;
-                        continue;
-                    }
-                }
-                keep.push(*w);
-            }
-            waiting = keep;
+            started_any = apply_decision(
+                sim,
+                &inst,
+                &d,
+                t,
+                &mut running,
+                &mut waiting,
+                pend.len(),
+                &mut tally,
+            )?;
             // Jobs finished so far: arrived and no longer waiting or running (never counts
             // jobs that have not arrived yet, so it only grows).
             let finished = next_arrival - waiting.len() - running.len();
@@ -758,10 +865,9 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             next = next.min(trace.jobs[next_arrival].submit);
         }
         for l in &running {
-            let left = (duration(l.job) - l.done).max(0.0);
-            next = next.min(l.run_start + left * l.slowdown);
+            next = next.min(finish_time(trace, l));
         }
-        if changed || (sim.las() && !running.is_empty() && !waiting.is_empty()) {
+        if changed || (sim.priorities_move() && !running.is_empty() && !waiting.is_empty()) {
             next = next.min(t + r);
         }
         if !next.is_finite() {
@@ -771,30 +877,48 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
     }
     let unfinished = waiting.len() + running.len() + (total - next_arrival);
     progress((total - unfinished) as u64, total as u64);
-    let makespan = (last_finish - t_first).max(0.0);
-    let span = makespan.max(r);
     for l in &running {
-        held_area += gpu_eq(l.job) * (t - l.run_start).max(0.0);
+        tally.held_area += gpu_eq(trace, l.job) * (t - l.run_start).max(0.0);
     }
-    Ok(Report {
+    let frag_rate = if frag.1 > 0 {
+        frag.0 / frag.1 as f64
+    } else {
+        0.0
+    };
+    Ok(replay_report(
+        trace, r, t, t_first, tally, frag_rate, unfinished,
+    ))
+}
+
+/// The report of a replay that ended at `t`.
+fn replay_report(
+    trace: &Trace,
+    round_s: f64,
+    t: f64,
+    t_first: f64,
+    tally: Tally,
+    frag_rate: f64,
+    unfinished: usize,
+) -> Report {
+    let cap = trace.gpus() as f64;
+    let jct = tally.jct;
+    let makespan = (tally.last_finish - t_first).max(0.0);
+    let span = makespan.max(round_s);
+    Report {
         metrics: Metrics {
-            gpu_allocation_ratio: (held_area / (cap * span.max(t - t_first))).clamp(0.0, 1.0),
+            gpu_allocation_ratio: (tally.held_area / (cap * span.max(t - t_first))).clamp(0.0, 1.0),
             avg_jct_s: (!jct.is_empty()).then(|| jct.iter().sum::<f64>() / jct.len() as f64),
             p50_jct_s: percentile(&jct, 0.5),
             p99_jct_s: percentile(&jct, 0.99),
             makespan_s: (!jct.is_empty()).then_some(makespan),
-            utilization: (useful / (cap * span)).clamp(0.0, 1.0),
-            fragmentation_rate: if frag_n > 0 {
-                frag_sum / frag_n as f64
-            } else {
-                0.0
-            },
-            jain_fairness: jain(&fair),
+            utilization: (tally.useful / (cap * span)).clamp(0.0, 1.0),
+            fragmentation_rate: frag_rate,
+            jain_fairness: jain(&tally.fair),
             ..Default::default()
         },
         info: RunInfo {
             protocol: "replay".into(),
-            jobs_submitted: total as u64,
+            jobs_submitted: trace.jobs.len() as u64,
             jobs_done: jct.len() as u64,
             jobs_failed: unfinished as u64,
             ..Default::default()
@@ -804,5 +928,5 @@ fn replay(sim: &mut Sim<'_>, progress: Progress<'_>) -> Result<Report> {
             ..Default::default()
         },
         ..Default::default()
-    })
+    }
 }

@@ -68,6 +68,10 @@ pub struct RunInfo {
     /// one and not the other), summed over rounds.
     #[serde(default)]
     pub ilp_changed_jobs: u64,
+    /// Replays under `ilp` or `greedy`: the objective the planner was given
+    /// (`attained-service` with its settings, or `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<String>,
 }
 
 /// Series for plots.

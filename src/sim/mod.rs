@@ -7,6 +7,7 @@ pub mod compare;
 pub mod engine;
 pub mod metrics;
 pub mod planners;
+pub mod service;
 pub mod trace;
 
 pub use engine::{simulate, Protocol, SimConfig};

@@ -1,0 +1,184 @@
+//! The attained-service objective of time-based replays: what the simulator tells the `ilp`
+//! and `greedy` planners about each job so that their plans favour what lowers job completion
+//! times without knowing durations.
+//!
+//! A job's value per GPU comes from the instance's existing fields (the solver is unchanged):
+//!
+//! - **priority** = minus its attained-service queue: the number of [`ServiceObjective::thresholds`]
+//!   (GPU-seconds received so far, Tiresias' discretised 2D-LAS) it has passed. A job that has
+//!   received little service is more likely to be short (GPU job durations are heavy-tailed), so
+//!   least attained service first lowers the mean JCT. Discrete queues, not a smooth function of
+//!   service: within a queue jobs do not overtake each other as their service grows, so running
+//!   jobs are not preempted by jobs that have received only slightly less (Tiresias' argument
+//!   against continuous LAS), and a round only changes priorities when a job crosses a threshold.
+//! - **wait** = the time the job has spent waiting (since submission, minus the time it ran):
+//!   the plan objective's aging term adds `aging` per GPU per hour waited, so a long-served job
+//!   that has waited `step / aging` hours is worth as much as a fresh one (with the defaults,
+//!   90 seconds: among waiting jobs, time waited soon decides the order, as first come, first
+//!   served does inside a Tiresias queue). This is the starvation guard.
+//! - **preemptible** running jobs (when preemption is on), at the priority of their own queue: the
+//!   MIP may preempt a job of a lower queue for one of a higher queue when the value gained
+//!   exceeds the victim's cost: `victim` times its value plus the work lost since its last
+//!   checkpoint (`checkpoint_cost`). Preemption needs a strictly higher priority, so the
+//!   queues decide who may preempt whom, and the costs decide whether it pays.
+//!
+//! The weights the instance carries are [`ServiceObjective::weights`].
+
+use std::collections::BTreeMap;
+
+/// What the simulator gives the `ilp` and `greedy` planners as a job's value in a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplayObjective {
+    /// Least attained service first, with aging ([`ServiceObjective`]).
+    #[default]
+    AttainedService,
+    /// The plan objective's defaults: every job priority 0, nothing preemptible, aging by the
+    /// time since submission.
+    Default,
+}
+
+impl ReplayObjective {
+    /// The option's name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplayObjective::AttainedService => "attained-service",
+            ReplayObjective::Default => "default",
+        }
+    }
+}
+
+/// The default queue threshold, GPU-seconds: 16 GPU-hours, the one threshold of the Tiresias
+/// policy in the Pollux artifact (`simulator/tiresias.py`, `_queue_threshold = 3600 * 16`).
+pub const DEFAULT_THRESHOLD: f64 = 57_600.0;
+
+/// Settings of the attained-service objective.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceObjective {
+    /// Queue thresholds in attained GPU-seconds, increasing.
+    pub thresholds: Vec<f64>,
+    /// Value per GPU one queue step takes off (the `priority` weight).
+    pub step: f64,
+    /// Value per GPU added per hour waited (the `aging` weight).
+    pub aging: f64,
+    /// Hours after which aging stops growing (`aging_cap_hours`).
+    pub aging_cap_hours: f64,
+    /// Whether running jobs may be preempted by jobs of a higher queue.
+    pub preempt: bool,
+    /// Starvation limit: a job that has waited at least this many times as long as it ran
+    /// is promoted to the first queue (Tiresias' STARVE_LIMIT, here on the totals); `None`:
+    /// never.
+    pub starve: Option<f64>,
+    /// Order waiting jobs of one queue by gang size too: fewer GPUs first, by powers of two
+    /// ([`SIZE_CLASSES`] levels per queue, each worth `step / SIZE_CLASSES` per GPU).
+    pub size_classes: bool,
+    /// Multiplier on the value a preempted job loses (the `preemption` weight; the plan
+    /// objective's default is 1).
+    pub victim: f64,
+}
+
+/// Gang-size levels per queue when [`ServiceObjective::size_classes`] is on: 1, 2-3, 4-7,
+/// ..., 64 GPUs and more.
+pub const SIZE_CLASSES: i64 = 7;
+
+impl Default for ServiceObjective {
+    fn default() -> Self {
+        ServiceObjective {
+            thresholds: vec![DEFAULT_THRESHOLD],
+            step: 0.3,
+            aging: 12.0,
+            aging_cap_hours: 48.0,
+            preempt: true,
+            starve: None,
+            size_classes: false,
+            victim: 0.5,
+        }
+    }
+}
+
+impl ServiceObjective {
+    /// The queue of a job that has received `attained` GPU-seconds: how many thresholds it
+    /// has reached (0: the first queue).
+    pub fn queue(&self, attained: f64) -> usize {
+        self.thresholds.iter().filter(|&&t| attained >= t).count()
+    }
+
+    /// Priority levels per queue: [`SIZE_CLASSES`] with size classes, else 1.
+    fn levels(&self) -> i64 {
+        if self.size_classes {
+            SIZE_CLASSES
+        } else {
+            1
+        }
+    }
+
+    /// The instance priority of a running job that has received `attained` GPU-seconds: the
+    /// first level of its queue (so a waiting job never preempts one of its own queue).
+    pub fn priority(&self, attained: f64) -> i64 {
+        -(self.queue(attained) as i64) * self.levels()
+    }
+
+    /// The size class of a waiting gang of `gpus` GPU-equivalents (0 without size classes).
+    fn size_class(&self, gpus: f64) -> i64 {
+        if !self.size_classes || gpus < 2.0 {
+            return 0;
+        }
+        (gpus.log2().floor() as i64).min(SIZE_CLASSES - 1)
+    }
+
+    /// The instance priority of a job that has received `attained` GPU-seconds on `gpus`
+    /// GPU-equivalents and waited `waited` seconds in all: its queue's, or the first queue's
+    /// when it has waited at least [`ServiceObjective::starve`] times as long as it ran.
+    pub fn rank(&self, attained: f64, waited: f64, gpus: f64) -> i64 {
+        let ran = if gpus > 0.0 { attained / gpus } else { 0.0 };
+        match self.starve {
+            Some(k) if waited >= k * ran => 0,
+            _ => self.priority(attained),
+        }
+    }
+
+    /// [`ServiceObjective::rank`] of a waiting job, lowered by its size class.
+    pub fn waiting_rank(&self, attained: f64, waited: f64, gpus: f64) -> i64 {
+        self.rank(attained, waited, gpus) - self.size_class(gpus)
+    }
+
+    /// Seconds a job has waited: since submission, less the time it ran (`attained` GPU-seconds
+    /// on `gpus` GPU-equivalents).
+    pub fn waited(now: f64, submit: f64, attained: f64, gpus: f64) -> f64 {
+        let ran = if gpus > 0.0 { attained / gpus } else { 0.0 };
+        (now - submit - ran).max(0.0)
+    }
+
+    /// How a report names these settings.
+    pub fn describe(&self) -> String {
+        let t: Vec<String> = self.thresholds.iter().map(|t| format!("{t}")).collect();
+        let w = self.weights();
+        format!(
+            "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h, starvation \
+             limit {}, size classes {}, preemption {}, victim weight {})",
+            t.join(","),
+            w["priority"],
+            self.aging,
+            self.starve
+                .map_or("none".to_string(), |k| format!("{k}x run time")),
+            if self.size_classes { "on" } else { "off" },
+            if self.preempt { "on" } else { "off" },
+            self.victim
+        )
+    }
+
+    /// The objective weights the round's instance carries (`policy.weights`); the others keep
+    /// their defaults. The lowest queue keeps a value per GPU of at least 0.1 so that starting
+    /// a job always outweighs opening a node for it.
+    pub fn weights(&self) -> BTreeMap<String, f64> {
+        // Lowest priority: -(queues x levels + levels - 1); its value per GPU stays >= 0.1.
+        let levels = self.levels() as f64;
+        let lowest = (self.thresholds.len() as f64 + 1.0) * levels - 1.0;
+        let step = (self.step / levels).min(0.9 / lowest.max(1.0));
+        BTreeMap::from([
+            ("priority".to_string(), step),
+            ("aging".to_string(), self.aging),
+            ("aging_cap_hours".to_string(), self.aging_cap_hours),
+            ("preemption".to_string(), self.victim),
+        ])
+    }
+}
