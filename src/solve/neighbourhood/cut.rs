@@ -9,6 +9,8 @@
 //! running job reaching outside         fixed: a non-preemptible running job per inside node
 //! placed job reaching outside          fixed: likewise, on the GPUs the plan gives it inside
 //! preempted job reaching outside       no cut (its preemptor's rule spans the boundary)
+//! placed job reaching outside on the   no cut (the cut could keep the victim under it)
+//!   GPUs of a preempted job inside
 //! preempted job no job of the cut       no cut (the cut could not keep it preempted)
 //!   outranks
 //! ```
@@ -87,6 +89,15 @@ pub fn cut(
             }
         }
     }
+    // GPUs of the victims the cut holds: a job reaching outside must not sit on them (the cut
+    // could keep such a victim and the fixed job would then share its GPUs).
+    let victim_gpus: BTreeSet<(NodeIx, u32)> = running_map
+        .iter()
+        .flatten()
+        .filter(|k| preempted.contains(k))
+        .flat_map(|&k| inst.running[k].gpus.iter())
+        .flat_map(|(n, g)| g.iter().map(move |&i| (*n, i)))
+        .collect();
     let mut pending_set: BTreeSet<usize> = candidates.iter().copied().collect();
     for (&j, set) in &plan.placed {
         let as_list: Vec<(NodeIx, Vec<u32>)> = set.iter().map(|(&n, g)| (n, g.clone())).collect();
@@ -95,6 +106,11 @@ pub fn cut(
         }
         if inside(&as_list) {
             pending_set.insert(j);
+        } else if as_list
+            .iter()
+            .any(|(n, g)| g.iter().any(|&i| victim_gpus.contains(&(*n, i))))
+        {
+            return None;
         } else {
             for fixed in fixed_pieces(&placed_as_running(inst, j, &as_list), &map) {
                 running.push(fixed);
