@@ -12,6 +12,7 @@ mod gen_cmd;
 mod plan_cmd;
 mod simulate_cmd;
 mod slurm_cmd;
+mod slurm_serve;
 mod solve_cmd;
 mod timed_read;
 mod validate_cmd;

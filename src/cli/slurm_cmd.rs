@@ -37,10 +37,14 @@ pub struct SlurmArgs {
 enum SlurmCommand {
     /// One planning round on the Slurm cluster named by SLURM_CONF (dry run unless --apply).
     Plan(SlurmPlanArgs),
+    /// Plan whenever the queue or the nodes change (a submission, an end, a node state),
+    /// debounced, until SIGTERM or SIGINT: the round of `slurm plan`, run on events instead
+    /// of from a cron, with the same lock, state dir, journal and metrics.
+    Serve(super::slurm_serve::SlurmServeArgs),
 }
 
 /// Flags of `gangplan slurm plan`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SlurmPlanArgs {
     /// Carry the plan out (requeue-hold, pin, release); without it nothing is changed.
     #[arg(long)]
@@ -87,6 +91,10 @@ pub fn run(a: SlurmArgs) -> Result<i32, Failure> {
         SlurmCommand::Plan(p) => {
             let timeout = slurm_timeout(p.slurm_timeout)?;
             plan(p, &RealSlurm::new(timeout))
+        }
+        SlurmCommand::Serve(s) => {
+            let timeout = slurm_timeout(s.round.slurm_timeout)?;
+            super::slurm_serve::serve(s, &RealSlurm::new(timeout))
         }
     }
 }
