@@ -288,7 +288,7 @@ mod tests {
                 None => y += &format!("  - {{id: r{i}, gpus: {{n{i}: [0,1,2,3,4,5,6,7]}}}}\n"),
             }
         }
-        y + "pending:\n" + pending
+        inst(&(y + "pending:\n" + pending))
     }
 
     #[test]
