@@ -97,18 +97,20 @@ def one_run(mode, seed, run, args, rack_of):
     tag = f"sb-{mode}-{seed}-{run}-"
     state = tempfile.mkdtemp(prefix=f"stream-{mode}-")
     planner = start_planner(mode, args, state)
-    time.sleep(1.0)
-    t0 = time.time()
-    for i, (at, g, r, limit) in enumerate(jobs):
-        time.sleep(max(0.0, t0 + at - time.time()))
-        flags = ["--hold"] if mode != "slurm" else []
-        sh(["sbatch", "-Q", "-p", "gpu", "-J", f"{tag}{i}", "-o", "/dev/null", "-D", "/tmp",
-            f"--time={limit}", *flags, *shape(g), "--wrap", f"sleep {r}"])
-    deadline = time.time() + args.max_seconds
-    while active(tag) and time.time() < deadline:
+    try:
         time.sleep(1.0)
-    left = active(tag)
-    stop_planner(planner, mode)
+        t0 = time.time()
+        for i, (at, g, r, limit) in enumerate(jobs):
+            time.sleep(max(0.0, t0 + at - time.time()))
+            flags = ["--hold"] if mode != "slurm" else []
+            sh(["sbatch", "-Q", "-p", "gpu", "-J", f"{tag}{i}", "-o", "/dev/null", "-D", "/tmp",
+                f"--time={limit}", *flags, *shape(g), "--wrap", f"sleep {r}"])
+        deadline = time.time() + args.max_seconds
+        while active(tag) and time.time() < deadline:
+            time.sleep(1.0)
+        left = active(tag)
+    finally:
+        stop_planner(planner, mode)
     if left:
         sh(["scancel", "-n", ",".join(f"{tag}{i}" for i in range(len(jobs)))], check=False)
     return measure(tag, jobs, window, args.gpus, rack_of, left)
@@ -162,7 +164,12 @@ def summary(rows, out):
     print("\n".join(lines))
 
 
+def stop_on_sigterm(*_):
+    raise SystemExit("stream-bench: stopped by SIGTERM")
+
+
 def main():
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("command", choices=["run"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])

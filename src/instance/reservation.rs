@@ -13,8 +13,9 @@
 //! 3. **Its start T** is the earliest time at which its shape fits on the GPUs free by then:
 //!    `gpus_per_node` nodes with that many free, or its GPUs on at most `max_nodes` nodes,
 //!    inside one rack or pod when `within` says so, on nodes of a type it accepts. Its
-//!    **nodes** are the ones whose GPUs free soonest. No time at which it fits (GPUs held by
-//!    jobs that never end): no reservation.
+//!    **nodes** are the ones whose GPUs free soonest, in one rack when one rack holds it by
+//!    then (else one pod, else anywhere `within` allows). No time at which it fits (GPUs held
+//!    by jobs that never end): no reservation.
 //! 4. **The rule** ([`Reservation::admits`]): any job may use an unreserved node; a reserved
 //!    node takes the reserved job, and another job only if its `time_limit` ends it by T.
 //!
@@ -135,20 +136,32 @@ fn reserved_job(inst: &Instance, free_at: &[Vec<f64>]) -> Option<usize> {
             .then(y.wait.total_cmp(&x.wait))
             .then(a.cmp(&b))
     });
+    let widest = widest_free_now(inst, free_at);
     order.into_iter().find(|&j| {
         let job = &inst.pending[j];
         let several = job.gpus_per_node.is_some_and(|g| g < job.gpus);
-        several || job.gpus > widest_free_now(inst, job, free_at)
+        let here = widest
+            .iter()
+            .filter(|(t, _)| job.accepts_type(t))
+            .map(|(_, &w)| w)
+            .max()
+            .unwrap_or(0);
+        several || job.gpus > here
     })
 }
 
-/// The most GPUs free now on one node of a type `job` accepts.
-fn widest_free_now(inst: &Instance, job: &PendingJob, free_at: &[Vec<f64>]) -> u32 {
-    (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .map(|n| free_at[n].iter().filter(|&&t| t <= 0.0).count() as u32)
-        .max()
-        .unwrap_or(0)
+/// Per GPU type: the most GPUs free now on one node of that type.
+fn widest_free_now<'i>(
+    inst: &'i Instance,
+    free_at: &[Vec<f64>],
+) -> std::collections::BTreeMap<&'i str, u32> {
+    let mut widest = std::collections::BTreeMap::new();
+    for (n, node) in inst.nodes.iter().enumerate() {
+        let free = free_at[n].iter().filter(|&&t| t <= 0.0).count() as u32;
+        let w = widest.entry(node.gpu_type.as_str()).or_insert(0);
+        *w = (*w).max(free);
+    }
+    widest
 }
 
 /// The earliest time at which `job`'s shape fits on the GPUs free by then, and the nodes it
@@ -313,6 +326,17 @@ mod tests {
         let r = i.reservation.expect("a reservation");
         // Rack r0 (n0, n1) is whole at 50 s, rack r1 (n2, n3) at 30 s.
         assert_eq!((r.start, r.nodes.clone()), (30.0, vec![2, 3]));
+    }
+
+    #[test]
+    fn one_rack_is_preferred_when_it_holds_the_gang_as_soon() {
+        // n0, n2 and n3 are free now; only rack r1 (n2, n3) holds two of them.
+        let i = cluster(
+            [Some(0.0), Some(50.0), Some(0.0), Some(0.0)],
+            "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
+        );
+        let r = i.reservation.expect("a reservation");
+        assert_eq!((r.start, r.nodes), (0.0, vec![2, 3]));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! What `gangplan slurm serve` watches between rounds: a fingerprint of the queue and the
 //! nodes from two cheap commands, `squeue -h -a -o "%i %T %r"` and `sinfo -h -N -o "%N %T"`.
 //!
-//! The fingerprint changes when a job is submitted, held, ends or leaves the queue, and when
-//! a node changes state; it does not change when a released job goes from pending to running
-//! (a start the round itself asked for frees nothing and needs no new round).
+//! The fingerprint changes when a job is submitted, held or leaves the queue (its GPUs are
+//! free then: a completing job still holds them), and when a node changes state; it does not
+//! change when a released job goes from pending to running (a start the round itself asked
+//! for frees nothing and needs no new round).
 
 use super::cli::SlurmCli;
 use super::SlurmError;
@@ -11,11 +12,13 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 
-/// How a job counts for the watch: held for the planner, or holding / about to hold GPUs.
+/// How a job counts for the watch: held for the planner, or holding / about to hold GPUs. A
+/// completing job still holds its GPUs (the round counts them held), so it stays `active`
+/// until it leaves the queue: that is the change that frees its GPUs.
 fn job_class(state: &str, reason: &str) -> &'static str {
     match (state, reason) {
         ("PENDING", "JobHeldUser") => "held",
-        ("PENDING" | "RUNNING" | "CONFIGURING" | "SUSPENDED", _) => "active",
+        ("PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED", _) => "active",
         _ => "gone",
     }
 }
@@ -59,7 +62,12 @@ mod tests {
             "7 RUNNING None\n8 PENDING JobHeldUser\n9 PENDING JobHeldUser\n",
             NODES,
         );
-        let ended = fingerprint("7 COMPLETING None\n8 PENDING JobHeldUser\n", NODES);
+        let ended = fingerprint("8 PENDING JobHeldUser\n", NODES);
+        let completing = fingerprint("7 COMPLETING None\n8 PENDING JobHeldUser\n", NODES);
+        assert_eq!(
+            base, completing,
+            "a completing job still holds its GPUs: its end is when it leaves the queue"
+        );
         let drained = fingerprint(
             "7 RUNNING None\n8 PENDING JobHeldUser\n",
             "node1 drained\nnode2 mixed\n",
