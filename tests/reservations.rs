@@ -271,3 +271,26 @@ fn a_32_gpu_gang_behind_a_stream_of_1_gpu_jobs_starts_with_reservations_only() {
         );
     }
 }
+
+#[test]
+fn bad_times_are_refused_naming_the_field_and_the_range() {
+    let mut raw = backfill_round();
+    raw.running[0].ends_in = Some(-5.0);
+    raw.pending[1].time_limit = Some(f64::INFINITY);
+    let issues = validate(&raw, &ModelLibrary::builtin()).expect_err("refused");
+    let text: Vec<String> = issues
+        .iter()
+        .map(|i| format!("{}: {}", i.path, i.message))
+        .collect();
+    assert!(
+        text.iter()
+            .any(|t| t.starts_with("running[0].ends_in")
+                && t.contains("expected seconds in 0..=1e10")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter().any(|t| t.starts_with("pending[1].time_limit")
+            && t.contains("omit it when unknown or unlimited")),
+        "{text:?}"
+    );
+}
