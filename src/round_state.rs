@@ -212,8 +212,13 @@ impl<'a> RoundState<'a> {
         self.busy[n] > 0
     }
 
-    /// Whether the node has CPU and memory for `on_node` GPUs of the job.
+    /// Whether the job may go on node n with `on_node` GPUs there: the node has CPU and
+    /// memory for them, and the round's reservation admits the job there
+    /// ([`Instance::may_use_node`]). Every heuristic asks this of every node it places on.
     pub fn fits_resources(&self, n: NodeIx, job: &PendingJob, on_node: u32) -> bool {
+        if !self.inst.may_use_node(job, n) {
+            return false;
+        }
         let cpu = resource_share(job.cpu_milli, on_node, job.gpus) as i64;
         let mem = resource_share(job.memory_mib, on_node, job.gpus) as i64;
         self.cpu_free[n].is_none_or(|c| c >= cpu) && self.mem_free[n].is_none_or(|m| m >= mem)

@@ -613,6 +613,7 @@ fn k8s_rejects_node_names_kubernetes_would_reject() {
             jobs_pending: 0,
             jobs_preempted: 0,
         },
+        reservation: None,
     };
     assert!(k8s::bindings(&plan, "default").is_err());
     plan.placements[0].gpus = BTreeMap::from([("node-1".to_string(), vec![0])]);

@@ -510,6 +510,7 @@ fn running() -> impl Strategy<Value = RawRunning> {
                     gpu_milli,
                     cpu_milli,
                     memory_mib,
+                    ends_in: None,
                 }
             },
         )
@@ -569,6 +570,7 @@ fn pending() -> impl Strategy<Value = RawPending> {
                     gpu_milli,
                     cpu_milli,
                     memory_mib,
+                    time_limit: None,
                 }
             },
         )

@@ -1105,3 +1105,141 @@ fn the_controllers_preemption_rule_replaces_the_comment() {
     assert!(plan.preemptions.is_empty(), "{out}");
     assert!(out.contains(&format!("pending: job {urgent}:")), "{out}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Time in the plan: Slurm's time limits give the round a reservation for its first blocked
+// gang; only jobs whose --time ends them before it may use the reserved nodes.
+
+#[test]
+fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("reserve");
+    // Started by Slurm itself: node2 and node3 hold 4 GPUs each for at most 5 minutes, node1
+    // and node4 are full for an hour or more.
+    let running = [
+        ("node1", "gpu:8", "60"),
+        ("node2", "gpu:4", "5"),
+        ("node3", "gpu:4", "5"),
+        ("node4", "gpu:8", "90"),
+    ]
+    .map(|(node, gres, time)| {
+        jobs.submit(
+            &format!("run-{node}"),
+            &[
+                "-p",
+                "gpu",
+                "-w",
+                node,
+                &format!("--gres={gres}"),
+                &format!("--time={time}"),
+            ],
+        )
+    });
+    for id in &running {
+        wait_running(id);
+    }
+    // Held: a 2 x 8 gang (whole nodes: node2 and node3 are whole in 5 minutes), then 2-GPU
+    // jobs of 4 minutes, 10 minutes and no limit.
+    let big = jobs.submit("big", &["--hold", "-N2", "--gres=gpu:8"]);
+    let short = jobs.submit("short", &["--hold", "-N1", "--gres=gpu:2", "--time=4"]);
+    let long = jobs.submit("long", &["--hold", "-N1", "--gres=gpu:2", "--time=10"]);
+    let open = jobs.submit("open", &["--hold", "-N1", "--gres=gpu:2"]);
+
+    let (out, plan) = dry_round(state, None);
+    let held = plan
+        .reservation
+        .as_ref()
+        .unwrap_or_else(|| panic!("no reservation:\n{out}"));
+    assert_eq!(held.job, big);
+    assert_eq!(held.nodes, vec!["node2".to_string(), "node3".to_string()]);
+    assert!(
+        (240.0..=300.0).contains(&held.starts_in),
+        "the 5-minute jobs end within 300 s: {}",
+        held.starts_in
+    );
+    let placed: Vec<&str> = plan.placements.iter().map(|p| p.job.as_str()).collect();
+    assert_eq!(placed, vec![short.as_str()], "{out}");
+    for id in [&long, &open] {
+        assert!(
+            out.contains(&format!("pending: job {id}:"))
+                && out.contains(&format!("reserved for job {big}")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("node2, node3 reserved for it from"), "{out}");
+
+    round_ok(state, true);
+    let nodes = wait_running(&short);
+    assert!(nodes == ["node2"] || nodes == ["node3"], "{nodes:?}");
+    assert!(is_held(&long) && is_held(&open) && is_held(&big));
+}
+
+// ---------------------------------------------------------------------------------------------
+// `gangplan slurm serve`: plans when the queue changes, without a cron; stops on SIGTERM.
+
+#[test]
+fn serve_starts_a_held_job_without_a_cron_call_and_stops_on_sigterm() {
+    if !lab_available() {
+        return;
+    }
+    let _turn = lab_turn();
+    assert_idle_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_gangplan"))
+        .args([
+            "slurm",
+            "serve",
+            "--apply",
+            "--time-limit",
+            "5",
+            "--poll",
+            "0.2",
+        ])
+        .args(["--debounce", "0.3", "--max-delay", "2", "--state-dir"])
+        .arg(&state)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start gangplan slurm serve");
+    let log_text = || std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+    wait_for("serve's first round", || {
+        state.join("metrics.prom").exists()
+    });
+
+    let mut jobs = Jobs::new("serve");
+    let id = jobs.submit("one", &["--hold", "-N1", "--gres=gpu:2", "--time=5"]);
+    let started = Instant::now();
+    wait_running(&id);
+    assert_eq!(journaled(&state, "start", &id, "ok"), 1, "{}", log_text());
+    eprintln!(
+        "serve started job {id} {:.1} s after its submission",
+        started.elapsed().as_secs_f64()
+    );
+
+    sh("kill", &["-TERM", &serve.id().to_string()]);
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(s) = serve.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = serve.kill();
+            panic!("serve did not stop on SIGTERM:\n{}", log_text());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0), "{}", log_text());
+    assert!(
+        log_text().contains("stopped by a signal between rounds"),
+        "{}",
+        log_text()
+    );
+}

@@ -12,6 +12,8 @@ mod gen_cmd;
 mod plan_cmd;
 mod simulate_cmd;
 mod slurm_cmd;
+mod slurm_run;
+mod slurm_serve;
 mod solve_cmd;
 mod timed_read;
 mod validate_cmd;
@@ -128,7 +130,7 @@ enum Command {
     /// One cron round on an instance file: lock, stable placements, metrics (no Slurm).
     Plan(plan_cmd::PlanArgs),
     /// Drive a Slurm cluster: `gangplan slurm plan [--apply]` (see docs/slurm.md).
-    Slurm(slurm_cmd::SlurmArgs),
+    Slurm(slurm_run::SlurmArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(docs_cmd::CompletionsArgs),
     /// Print the man page gangplan(1) (roff) on stdout.
@@ -222,7 +224,7 @@ pub fn run() -> i32 {
         Command::Bench(a) => bench_cmd::run(a),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Plan(a) => plan_cmd::run(a),
-        Command::Slurm(a) => slurm_cmd::run(a),
+        Command::Slurm(a) => slurm_run::run(a),
         Command::Completions(a) => docs_cmd::completions(a),
         Command::Man(a) => docs_cmd::man(a),
     });

@@ -32,7 +32,7 @@ pub enum Emit {
 }
 
 /// Flags both cron commands share.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct CronFlags {
     /// Seconds for the planner (overrides policy.time_limit).
     #[arg(long, value_name = "S")]

@@ -8,11 +8,9 @@ use super::plan_cmd::{
     CronFlags,
 };
 use super::{exit, Failure};
-use clap::{Args, Subcommand};
+use clap::Args;
 use gangplan::adapters::slurm::apply::{apply_actions, round_actions, Applied};
-use gangplan::adapters::slurm::{
-    build_round, Action, Conventions, RealSlurm, SlurmCli, SlurmError, Snapshot,
-};
+use gangplan::adapters::slurm::{build_round, Action, Conventions, SlurmCli, SlurmError, Snapshot};
 use gangplan::cron::journal::{self, Entry, Event};
 use gangplan::cron::memory::Released;
 use gangplan::cron::metrics::RoundMetrics;
@@ -24,23 +22,10 @@ use gangplan::instance::raw::RawPolicy;
 use gangplan::instance::validate::validate;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// Slurm commands.
-#[derive(Debug, Args)]
-pub struct SlurmArgs {
-    #[command(subcommand)]
-    command: SlurmCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum SlurmCommand {
-    /// One planning round on the Slurm cluster named by SLURM_CONF (dry run unless --apply).
-    Plan(SlurmPlanArgs),
-}
+use std::time::Instant;
 
 /// Flags of `gangplan slurm plan`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SlurmPlanArgs {
     /// Carry the plan out (requeue-hold, pin, release); without it nothing is changed.
     #[arg(long)]
@@ -79,28 +64,6 @@ fn slurm_failure(e: SlurmError) -> Failure {
         }
     };
     Failure::new(code, e.into())
-}
-
-/// Run `slurm ...`.
-pub fn run(a: SlurmArgs) -> Result<i32, Failure> {
-    match a.command {
-        SlurmCommand::Plan(p) => {
-            let timeout = slurm_timeout(p.slurm_timeout)?;
-            plan(p, &RealSlurm::new(timeout))
-        }
-    }
-}
-
-/// Check `--slurm-timeout`: seconds in (0, 3600].
-fn slurm_timeout(s: f64) -> Result<Duration, Failure> {
-    if s.is_finite() && s > 0.0 && s <= 3600.0 {
-        Ok(Duration::from_secs_f64(s))
-    } else {
-        Err(Failure::new(
-            exit::BAD_INPUT,
-            anyhow::anyhow!("--slurm-timeout is {s}; expected seconds in (0, 3600]"),
-        ))
-    }
 }
 
 /// Open the state dir and take its lock (a round that finds it held notes that in the

@@ -222,6 +222,7 @@ mod tests {
                 jobs_pending: 0,
                 jobs_preempted: 0,
             },
+            reservation: None,
         }
     }
 

@@ -22,10 +22,12 @@ pub mod metrics;
 pub mod round;
 pub mod stability;
 pub mod statedir;
+pub mod trigger;
 
 pub use lock::RoundLock;
 pub use memory::Memory;
 pub use statedir::StateDir;
+pub use trigger::{Timing, Trigger};
 
 use thiserror::Error;
 

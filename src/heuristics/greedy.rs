@@ -253,7 +253,8 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
     idx
 }
 
-/// What makes two jobs interchangeable for fitting: type, size, shape, resources.
+/// What makes two jobs interchangeable for fitting: type, size, shape, resources, and whether
+/// the round's reserved nodes are open to them.
 type ShapeKey = (
     Option<Vec<String>>,
     u32,
@@ -263,6 +264,7 @@ type ShapeKey = (
     Option<u32>,
     u64,
     u64,
+    bool,
 );
 
 /// Shapes that failed to fit in this pass. The state only fills up between preemptions, so a
@@ -297,6 +299,7 @@ impl FailureMemo {
             job.gpu_milli,
             job.cpu_milli,
             job.memory_mib,
+            state.inst.reserved_nodes_open_to(job),
         );
         let priority_matters = preempt_margin.is_some() && state.inst.policy.preemption;
         if self.failed.get(&key).is_some_and(|&p| job.priority <= p) {

@@ -7,6 +7,7 @@
 pub mod load;
 pub mod policy;
 pub mod raw;
+pub mod reservation;
 pub mod task_dist;
 pub mod text;
 pub mod validate;
@@ -14,6 +15,7 @@ pub mod yaml_scan;
 
 pub use load::{load_instance_file, parse_instance};
 pub use policy::{Policy, Weights};
+pub use reservation::Reservation;
 pub use task_dist::TaskDist;
 
 use crate::hardware::Slowdown;
@@ -113,6 +115,8 @@ pub struct RunningJob {
     pub cpu_milli: u64,
     /// Memory total.
     pub memory_mib: u64,
+    /// Seconds until the job ends; `None`: unknown (planned as never ending).
+    pub ends_in: Option<f64>,
 }
 
 impl RunningJob {
@@ -161,6 +165,8 @@ pub struct PendingJob {
     pub cpu_milli: u64,
     /// Memory total.
     pub memory_mib: u64,
+    /// Time limit in seconds; `None`: unlimited.
+    pub time_limit: Option<f64>,
 }
 
 impl PendingJob {
@@ -230,6 +236,10 @@ pub struct Instance {
     /// holds outside the cut), so that the cut's fairness term prices the round's. `None` for
     /// every instance read from a file.
     pub fair_share: Option<Vec<f64>>,
+    /// The round's reservation for its first blocked gang ([`reservation::plan`]), worked out
+    /// when the instance is validated; `None` when the round carries no time or no gang needs
+    /// one.
+    pub reservation: Option<Reservation>,
 }
 
 impl Instance {
@@ -251,6 +261,22 @@ impl Instance {
     /// Index of a running job by id.
     pub fn running_index(&self, id: &str) -> Option<usize> {
         self.running.iter().position(|j| j.id == id)
+    }
+
+    /// Whether pending job `job` may be placed on node n: the one rule a reservation adds,
+    /// shared by every planner and the validator. A reserved node takes the reserved job, and
+    /// other jobs only when their time limit ends them by the reservation's start.
+    pub fn may_use_node(&self, job: &PendingJob, n: NodeIx) -> bool {
+        self.reservation.as_ref().is_none_or(|r| r.admits(job, n))
+    }
+
+    /// Whether the round's reserved nodes (if any) are open to `job`: it is the reserved job,
+    /// or its time limit ends it by the reservation's start. Jobs alike in everything else
+    /// but this fit differently.
+    pub fn reserved_nodes_open_to(&self, job: &PendingJob) -> bool {
+        self.reservation
+            .as_ref()
+            .is_none_or(|r| r.job_id == job.id || r.ends_in_time(job))
     }
 
     /// Pending and running jobs by id, for looking many up: (pending, running).

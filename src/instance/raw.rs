@@ -116,6 +116,10 @@ pub struct RawRunning {
     /// Memory total for the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
+    /// Extension: seconds until the job ends (from its time limit); absent: unknown, planned
+    /// as never ending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_in: Option<f64>,
 }
 
 /// `gpu_type` of a pending job: one type or a list of acceptable types.
@@ -180,6 +184,10 @@ pub struct RawPending {
     /// Memory total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
+    /// Extension: the job's time limit in seconds (it ends at most this long after it
+    /// starts); absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<f64>,
 }
 
 /// The policy block.

@@ -13,6 +13,10 @@
 //! p_k  in {0,1}         running job k is preempted                  (preemption)
 //! ```
 //!
+//! A job has variables only on the nodes it may use ([`Ctx::may_place`]): a type it accepts,
+//! and, when the round holds a reservation, not on a reserved node unless it is the reserved
+//! job or its time limit ends it by the reservation's start ([`crate::instance::reservation`]).
+//!
 //! The objective (maximised) is the function in [`crate::objective`]: value of started jobs
 //! ([`value`]) minus spread ([`topology`]), preemption ([`preemption`]), fairness
 //! ([`fairness`]), packing ([`packing`]) and, with a task distribution, fragmentation
@@ -199,6 +203,13 @@ impl<'a> Ctx<'a> {
             .count() as u32
     }
 
+    /// Whether job `job` may have cells on node n: a GPU type it accepts, and the round's
+    /// reservation admits it there ([`Instance::may_use_node`]); a job has no variables on
+    /// the nodes it may not use.
+    pub fn may_place(&self, job: &crate::instance::PendingJob, n: NodeIx) -> bool {
+        job.accepts_type(&self.inst.nodes[n].gpu_type) && self.inst.may_use_node(job, n)
+    }
+
     /// Whether running job k may be preempted at all this round.
     pub fn preemptible(&self, k: usize) -> bool {
         let r = &self.inst.running[k];
@@ -274,7 +285,7 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
             .is_some_and(|q| job.gpu_equivalent() > q as f64 + TOLERANCE);
         if !quota_blocked {
             if job.gpus == 0 {
-                for n in 0..inst.nodes.len() {
+                for n in (0..inst.nodes.len()).filter(|&n| inst.may_use_node(job, n)) {
                     cpu_only.push((n, p.add(variable().binary())));
                 }
             } else if let Some(mj) = job.gpu_milli {
@@ -306,7 +317,7 @@ fn sharer_slots(
     let inst = ctx.inst;
     let job = &inst.pending[j];
     let mut share = Vec::new();
-    for n in (0..inst.nodes.len()).filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type)) {
+    for n in (0..inst.nodes.len()).filter(|&n| ctx.may_place(job, n)) {
         for (g, u) in ctx.before.gpus[n].iter().enumerate() {
             if let GpuUse::Shared { jobs, milli } = u {
                 let freeable: u32 = jobs
@@ -336,7 +347,7 @@ fn whole_cells(ctx: &Ctx, p: &mut ProblemVariables, j: usize) -> (Vec<Cell>, Opt
     let mut cells = Vec::new();
     let limit = job.node_limit();
     let nodes: Vec<usize> = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .filter(|&n| ctx.may_place(job, n))
         .collect();
     let pots: Vec<u32> = nodes.iter().map(|&n| ctx.potential(j, n)).collect();
     if limit == 1 || job.gpus_per_node.is_some() {

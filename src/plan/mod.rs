@@ -8,5 +8,7 @@ pub mod types;
 pub mod validate;
 
 pub use render::{render_plan, render_plan_until};
-pub use types::{Metrics, PendingEntry, Placement, Plan, Preemption, SolverInfo, Status};
+pub use types::{
+    Metrics, PendingEntry, Placement, Plan, PlanReservation, Preemption, SolverInfo, Status,
+};
 pub use validate::validate_plan;

@@ -115,14 +115,31 @@ pub fn render_plan_until(
             (key, r)
         })
         .collect();
+    let reservation = inst
+        .reservation
+        .as_ref()
+        .filter(|r| !a.placed.contains_key(&r.job))
+        .map(|r| PlanReservation {
+            job: r.job_id.clone(),
+            starts_in: r.start,
+            nodes: r
+                .nodes
+                .iter()
+                .map(|&n| inst.nodes[n].name.clone())
+                .collect(),
+        });
     let pending: Vec<PendingEntry> = waiting
         .into_iter()
         .map(|j| {
             let r = &seen[&shape(j)];
+            let mut reason = r.text.clone();
+            if let Some(said) = reservation_note(inst, reservation.as_ref(), j) {
+                reason = format!("{reason}; {said}");
+            }
             PendingEntry {
                 job: inst.pending[j].id.clone(),
                 kind: Some(r.kind().to_string()),
-                reason: r.text.clone(),
+                reason,
             }
         })
         .collect();
@@ -164,5 +181,44 @@ pub fn render_plan_until(
         placements,
         preemptions,
         pending,
+        reservation,
     }
+}
+
+/// What the round's reservation means for waiting job j: what it promises the reserved job,
+/// and what it keeps from a job whose time limit runs past its start.
+fn reservation_note(inst: &Instance, shown: Option<&PlanReservation>, j: usize) -> Option<String> {
+    let held = shown?;
+    let job = &inst.pending[j];
+    if held.job == job.id {
+        return Some(reserved_phrase(held));
+    }
+    let r = inst.reservation.as_ref()?;
+    if r.ends_in_time(job) {
+        return None;
+    }
+    let limit = job.time_limit.map_or("no time limit".to_string(), |t| {
+        format!("a time limit of {t} s")
+    });
+    Some(format!(
+        "{} reserved for job {} from {:.0} s on, and it has {limit}",
+        held.nodes.join(", "),
+        held.job,
+        held.starts_in
+    ))
+}
+
+/// What a waiting job's reservation promises, in words: `nodes a, b reserved for it from
+/// 40 s on (their jobs' time limits end by then)`.
+fn reserved_phrase(r: &PlanReservation) -> String {
+    let nodes = if r.nodes.len() == 1 { "node" } else { "nodes" };
+    let when = if r.starts_in <= 0.0 {
+        "now".to_string()
+    } else {
+        format!(
+            "from {:.0} s on (the time limits of the jobs there end by then)",
+            r.starts_in
+        )
+    };
+    format!("{nodes} {} reserved for it {when}", r.nodes.join(", "))
 }

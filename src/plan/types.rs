@@ -96,6 +96,19 @@ pub struct PendingEntry {
     pub kind: Option<String>,
 }
 
+/// Nodes held for a waiting gang (optional addition): the round's reservation, shown while
+/// its job waits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanReservation {
+    /// The waiting job the nodes are held for.
+    pub job: String,
+    /// Seconds from the round until the nodes' GPUs are free for it.
+    pub starts_in: f64,
+    /// The reserved nodes.
+    pub nodes: Vec<String>,
+}
+
 /// Round metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,4 +151,7 @@ pub struct Plan {
     pub pending: Vec<PendingEntry>,
     /// Metrics.
     pub metrics: Metrics,
+    /// The round's reservation while its job waits (optional addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<PlanReservation>,
 }

@@ -7,7 +7,9 @@
 //! running job holds it, sharers total at most 1000 milli and a shared GPU is never given
 //! whole; (4) gpu_type, within, max_nodes, gpus_per_node; (5) only preemptible jobs are
 //! preempted, and only for strictly higher-priority work placed on their GPUs; (6) quotas;
-//! (7) CPU and memory. Rule 8 (determinism) is a property of planners, checked by the tests.
+//! (7) CPU and memory; (9) a node the round reserves for a blocked gang takes that gang and
+//! jobs whose time limit ends them by the reservation's start only. Rule 8 (determinism) is a
+//! property of planners, checked by the tests.
 
 use super::types::{Plan, PLAN_FORMAT};
 use crate::error::{Error, Result};
@@ -203,6 +205,16 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
                     "rule 4: job {id:?} needs gpu_type {:?} but node {name} has {}",
                     job.gpu_types.clone().unwrap_or_default(),
                     node.gpu_type
+                ));
+            }
+            if let Some(r) = inst.reservation.as_ref().filter(|r| !r.admits(job, n)) {
+                out.push(format!(
+                    "rule 9: job {id:?} is on node {name}, reserved for job {:?} from {} s on, \
+                     but its time limit ({}) does not end it by then",
+                    r.job_id,
+                    r.start,
+                    job.time_limit
+                        .map_or("none".to_string(), |t| format!("{t} s"))
                 ));
             }
             if let Some(per) = job.gpus_per_node {

@@ -340,6 +340,7 @@ impl<'a> Sim<'a> {
                         gpu_milli: j.gpu_milli.map(u64::from),
                         cpu_milli: Some(j.cpu_milli),
                         memory_mib: Some(j.memory_mib),
+                        ends_in: None,
                     }
                 })
                 .collect(),

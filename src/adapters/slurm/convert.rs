@@ -10,6 +10,10 @@
 //! - **Running jobs**: `RUNNING`, `COMPLETING`, `CONFIGURING`, `SUSPENDED` jobs, with their GPU
 //!   indices from `gres_detail`. Jobs the cron released that Slurm has not started yet are
 //!   reserved as running (non-preemptible) on the nodes they were pinned to.
+//! - **Time**: a holding job's `ends_in` is its `end_time` (start plus `--time`) less now; a
+//!   released job not started yet ends at most its time limit from now; a held gang's
+//!   `time_limit` is its `--time`. A job without a time limit (Slurm shows a year, see
+//!   [`super::parse::UNLIMITED_MINUTES`]) has neither: it is planned as never ending.
 //! - **Priority**: Slurm writes 0 as the priority of every held job (a hold *is* priority 0),
 //!   so its number cannot rank gangs. The rank key is (PriorityTier of the job's partition,
 //!   then its QOS priority (0 without slurmdbd), then lower `nice` first); the distinct keys
@@ -297,6 +301,7 @@ pub fn build_round(
             priority: rank(job),
             preemptible: job.state == "RUNNING" && is_preemptible(job, conv, snap),
             gpus,
+            ends_in: ends_in(job, snap.now),
             ..Default::default()
         });
     }
@@ -341,6 +346,8 @@ pub fn build_round(
             priority: rank(job),
             preemptible: false,
             gpus,
+            // Not started yet: it ends at most its time limit from now.
+            ends_in: job.time_limit.map(|t| t as f64),
             ..Default::default()
         });
     }
@@ -368,6 +375,7 @@ pub fn build_round(
                     gpu_type: gtype.map(GpuTypes::One),
                     max_nodes: Some(job.node_count as u64),
                     gpus_per_node: per_node,
+                    time_limit: job.time_limit.map(|t| t as f64),
                     ..Default::default()
                 });
                 held.insert(
@@ -415,6 +423,13 @@ pub fn build_round(
         all_nodes,
         noted_running,
     })
+}
+
+/// Seconds until a holding job's time limit ends it: its `end_time` less now (0 once past),
+/// or `None` for a job without a time limit.
+fn ends_in(job: &SlurmJob, now: i64) -> Option<f64> {
+    job.time_limit?;
+    (job.end_time > 0).then(|| (job.end_time - now).max(0) as f64)
 }
 
 fn take_free(

@@ -10,6 +10,7 @@
 //!   conventions (priority ranks, tenants, preemptible jobs; see docs/slurm.md).
 //! - [`apply`]: a plan -> Slurm actions (requeue-hold, pin, release, reasons), run one by one.
 //! - [`site`]: the site's policy from Slurm's accounting (fair-share, QOS, preemption rule).
+//! - [`watch`]: the cheap fingerprint of queue and nodes `slurm serve` polls between rounds.
 //!
 //! [`RawInstance`]: crate::instance::raw::RawInstance
 
@@ -19,6 +20,7 @@ pub mod convert;
 pub mod hostlist;
 pub mod parse;
 pub mod site;
+pub mod watch;
 
 pub use apply::{plan_actions, Action};
 pub use cli::{RealSlurm, SlurmCli};

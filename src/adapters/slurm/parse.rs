@@ -50,7 +50,16 @@ pub struct SlurmJob {
     pub restart_cnt: u32,
     /// Earliest start (Unix seconds; in the future after a requeue).
     pub eligible_time: i64,
+    /// Time limit in seconds (`--time`); `None` when unlimited (see [`UNLIMITED_MINUTES`]).
+    pub time_limit: Option<i64>,
+    /// When a running job's time limit ends it (Unix seconds; 0 when not started).
+    pub end_time: i64,
 }
+
+/// A time limit of this many minutes or more is no limit: 22.05 shows a job without one
+/// (`MaxTime=UNLIMITED`, no `--time`) as 525600 minutes (a year), and `INFINITE` and `NO_VAL`
+/// as 2^32 - 1 and 2^32 - 2.
+pub const UNLIMITED_MINUTES: i64 = 525_600;
 
 impl SlurmJob {
     /// Whether the job is pending with a user hold (`sbatch --hold`, `scontrol hold`,
@@ -265,6 +274,10 @@ pub fn parse_squeue(s: &str) -> Result<Vec<SlurmJob>, SlurmError> {
             submit_time: num(&j["submit_time"]).unwrap_or(0),
             restart_cnt: num(&j["restart_cnt"]).unwrap_or(0).max(0) as u32,
             eligible_time: num(&j["eligible_time"]).unwrap_or(0),
+            time_limit: num(&j["time_limit"])
+                .filter(|&m| m > 0 && m < UNLIMITED_MINUTES)
+                .map(|m| m * 60),
+            end_time: num(&j["end_time"]).unwrap_or(0),
         });
     }
     Ok(jobs)

@@ -113,6 +113,25 @@ impl Issues {
         }
     }
 
+    /// A duration in seconds, 0..=[`limits::MAX_TIME_S`] (`ends_in`, `time_limit`); absent
+    /// stays absent.
+    pub fn seconds(&mut self, path: &str, v: Option<f64>) -> Option<f64> {
+        match v {
+            Some(x) if x.is_finite() && (0.0..=limits::MAX_TIME_S).contains(&x) => Some(x),
+            Some(x) => {
+                self.push(
+                    path,
+                    format!(
+                        "is {x}; expected seconds in 0..={:e} (omit it when unknown or unlimited)",
+                        limits::MAX_TIME_S
+                    ),
+                );
+                None
+            }
+            None => None,
+        }
+    }
+
     /// A priority within +-[`limits::MAX_PRIORITY`].
     pub fn priority(&mut self, path: &str, p: i64) {
         if p.abs() > limits::MAX_PRIORITY {

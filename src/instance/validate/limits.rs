@@ -26,3 +26,5 @@ pub const MAX_CHECKPOINT_COST: f64 = 1e15;
 pub const MAX_WAIT_S: f64 = 1e10;
 /// Largest share of a task type (shares are normalised to sum to 1).
 pub const MAX_TASK_SHARE: f64 = 1e12;
+/// Longest `ends_in` of a running job and `time_limit` of a pending job, seconds.
+pub const MAX_TIME_S: f64 = 1e10;

@@ -53,7 +53,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
     if !is.is_empty() {
         return Err(named_items(is.finish(), raw));
     }
-    Ok(Instance {
+    let mut inst = Instance {
         // Every node was built: a refused one leaves an issue.
         nodes: node_table.nodes.into_iter().flatten().collect(),
         racks: node_table.racks,
@@ -66,7 +66,10 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         node_by_name: node_table.by_name,
         task_dist,
         fair_share: None,
-    })
+        reservation: None,
+    };
+    inst.reservation = crate::instance::reservation::plan(&inst);
+    Ok(inst)
 }
 
 /// The refusal of an instance over the node or job limit, before anything else is checked

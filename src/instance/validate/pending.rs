@@ -122,6 +122,7 @@ fn job(
         memory_mib: is
             .resource(&format!("{p}.memory_mib"), r.memory_mib)
             .unwrap_or(0),
+        time_limit: is.seconds(&format!("{p}.time_limit"), r.time_limit),
     }
 }
 

@@ -53,6 +53,7 @@ pub fn check(
             );
         }
         let held = held_gpus(is, &p, r, milli, nodes, &mut holders);
+        let ends_in = is.seconds(&format!("{p}.ends_in"), r.ends_in);
         running.push(RunningJob {
             id: r.id.clone(),
             tenant,
@@ -67,6 +68,7 @@ pub fn check(
             memory_mib: is
                 .resource(&format!("{p}.memory_mib"), r.memory_mib)
                 .unwrap_or(0),
+            ends_in,
         });
     }
     running

@@ -27,7 +27,8 @@
 //! ```
 //! Value, spread, preemption and packing are sums over jobs and nodes, so the cut's objective
 //! is the round's objective less a constant (a gang fixed across the boundary is a constant
-//! of both). Fragmentation, where the round carries a task distribution, is per node too.
+//! of both). Fragmentation, where the round carries a task distribution, is per node too. The
+//! round's reservation holds in the cut on the cut's nodes.
 
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx, RunningJob};
@@ -144,6 +145,10 @@ pub fn cut(
             .collect(),
         task_dist: inst.task_dist.clone(),
         fair_share: None,
+        reservation: inst.reservation.as_ref().map(|r| {
+            let job = pending.iter().position(|&j| j == r.job);
+            r.on_nodes(nodes, job.unwrap_or(pending.len()))
+        }),
     };
     let mut out = Cut {
         inst: sub,
@@ -268,5 +273,6 @@ fn placed_as_running(inst: &Instance, j: usize, gpus: &[(NodeIx, Vec<u32>)]) -> 
         gpu_milli: job.gpu_milli,
         cpu_milli: job.cpu_milli,
         memory_mib: job.memory_mib,
+        ends_in: job.time_limit,
     }
 }

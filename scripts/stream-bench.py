@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The stream benchmark over a running Slurm lab (scripts/stream-bench.sh starts one and calls
+this): a seeded stream of finite GPU jobs, served by Slurm alone, by `gangplan slurm serve`
+and by `gangplan slurm plan --apply` from a loop every --cron-interval seconds, measured from
+Slurm's own record of each job (submit, start and end times, nodes).
+
+    stream-bench.py run --seeds 1 2 3 --runs 2 --modes slurm serve cron --out DIR
+
+Writes DIR/runs.csv (one line per mode, seed and run) and DIR/summary.md (means over runs).
+Needs SLURM_CONF in the environment and the gangplan binary (--gangplan).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GPUS_PER_NODE = 8
+# Gang sizes (GPUs) and how often each is drawn.
+SIZES = [(1, 0.30), (2, 0.15), (4, 0.20), (8, 0.20), (16, 0.10), (32, 0.05)]
+BIG = 16  # gangs of at least this many GPUs are the "big gangs" of the report
+
+
+def stream(seed, jobs, load, gpus, run_min, run_max):
+    """The seeded stream: (arrival s, gpus, run s, time limit min). Arrivals are uniform over a
+    window sized so that the GPU-seconds asked are `load` times what the cluster has in it."""
+    rng = random.Random(seed)
+    sizes, weights = zip(*SIZES)
+    drawn = [(rng.choices(sizes, weights)[0], rng.randint(run_min, run_max)) for _ in range(jobs)]
+    demand = sum(g * r for g, r in drawn)
+    window = demand / (gpus * load)
+    arrivals = sorted(rng.uniform(0, window) for _ in range(jobs))
+    return [(a, g, r, math.ceil(r / 60)) for a, (g, r) in zip(arrivals, drawn)], window
+
+
+def shape(g):
+    """sbatch flags of a g-GPU gang: whole nodes above one node's GPUs."""
+    if g > GPUS_PER_NODE:
+        return ["-N", str(g // GPUS_PER_NODE), f"--gres=gpu:{GPUS_PER_NODE}"]
+    return ["-N", "1", f"--gres=gpu:{g}"]
+
+
+def sh(args, check=True):
+    out = subprocess.run(args, capture_output=True, text=True)
+    if check and out.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def racks():
+    """Node -> rack from `scontrol show topology` (the level-0 switches)."""
+    of = {}
+    for line in sh(["scontrol", "show", "topology"]).splitlines():
+        f = dict(x.split("=", 1) for x in line.split() if "=" in x)
+        if f.get("Level") == "0":
+            for n in sh(["scontrol", "show", "hostnames", f["Nodes"]]).split():
+                of[n] = f["SwitchName"]
+    return of
+
+
+def active(tag):
+    out = sh(["squeue", "-h", "-o", "%j"], check=False)
+    return sum(1 for name in out.split() if name.startswith(tag))
+
+
+def start_planner(mode, args, state):
+    """The planner of `mode` as a child process group (None for Slurm alone)."""
+    if mode == "slurm":
+        return None
+    common = ["--apply", "--time-limit", str(args.time_limit), "--state-dir", state]
+    log = open(os.path.join(state, "planner.log"), "w")
+    if mode == "serve":
+        cmd = [args.gangplan, "slurm", "serve", *common, "--poll", "0.2", "--debounce", "0.2",
+               "--max-delay", "2"]
+    else:
+        one = " ".join([args.gangplan, "slurm", "plan", *common])
+        cmd = ["bash", "-c", f"while :; do {one} >/dev/null; sleep {args.cron_interval}; done"]
+    return subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+
+
+def stop_planner(p, mode):
+    if p is None:
+        return
+    os.killpg(p.pid, signal.SIGTERM if mode == "serve" else signal.SIGKILL)
+    p.wait(timeout=60)
+
+
+def one_run(mode, seed, run, args, rack_of):
+    jobs, window = stream(seed, args.jobs, args.load, args.gpus, args.run_min, args.run_max)
+    tag = f"sb-{mode}-{seed}-{run}-"
+    state = tempfile.mkdtemp(prefix=f"stream-{mode}-")
+    planner = start_planner(mode, args, state)
+    try:
+        time.sleep(1.0)
+        t0 = time.time()
+        for i, (at, g, r, limit) in enumerate(jobs):
+            time.sleep(max(0.0, t0 + at - time.time()))
+            flags = ["--hold"] if mode != "slurm" else []
+            sh(["sbatch", "-Q", "-p", "gpu", "-J", f"{tag}{i}", "-o", "/dev/null", "-D", "/tmp",
+                f"--time={limit}", *flags, *shape(g), "--wrap", f"sleep {r}"])
+        deadline = time.time() + args.max_seconds
+        while active(tag) and time.time() < deadline:
+            time.sleep(1.0)
+        left = active(tag)
+    finally:
+        stop_planner(planner, mode)
+    if left:
+        sh(["scancel", "-n", ",".join(f"{tag}{i}" for i in range(len(jobs)))], check=False)
+    return measure(tag, jobs, window, args.gpus, rack_of, left)
+
+
+def measure(tag, jobs, window, gpus, rack_of, left):
+    record = json.loads(sh(["squeue", "--json"]))["jobs"]
+    mine = [j for j in record if j["name"].startswith(tag)]
+    waits, big_waits, busy, spans, ends, submits = [], [], 0.0, 0, [], []
+    for j in mine:
+        i = int(j["name"][len(tag):])
+        g = jobs[i][1]
+        sub, start, end = j["submit_time"], j["start_time"], j["end_time"]
+        submits.append(sub)
+        if j["job_state"] not in ("COMPLETED", "TIMEOUT", "FAILED"):
+            continue
+        waits.append(start - sub)
+        if g >= BIG:
+            big_waits.append(start - sub)
+        busy += g * (end - start)
+        ends.append(end)
+        nodes = sh(["scontrol", "show", "hostnames", j["nodes"]]).split() if j["nodes"] else []
+        if len({rack_of.get(n, "?") for n in nodes}) > 1:
+            spans += 1
+    waits.sort()
+    makespan = max(ends) - min(submits) if ends else float("nan")
+    return {
+        "jobs": len(jobs),
+        "unfinished": left,
+        "window_s": round(window, 1),
+        "mean_wait_s": round(sum(waits) / len(waits), 2),
+        "p95_wait_s": waits[min(len(waits) - 1, int(math.ceil(0.95 * len(waits))) - 1)],
+        "worst_big_wait_s": max(big_waits) if big_waits else 0,
+        "makespan_s": makespan,
+        "utilisation": round(busy / (gpus * makespan), 3),
+        "gangs_spanning_racks": spans,
+    }
+
+
+def summary(rows, out):
+    keys = ["mean_wait_s", "p95_wait_s", "worst_big_wait_s", "makespan_s", "utilisation",
+            "gangs_spanning_racks", "unfinished"]
+    modes = sorted({r["mode"] for r in rows}, key=["slurm", "serve", "cron"].index)
+    lines = ["| mode | runs | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
+    for m in modes:
+        rs = [r for r in rows if r["mode"] == m]
+        cells = [f"{sum(float(r[k]) for r in rs) / len(rs):.2f}" for k in keys]
+        lines.append(f"| {m} | {len(rs)} | " + " | ".join(cells) + " |")
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def stop_on_sigterm(*_):
+    raise SystemExit("stream-bench: stopped by SIGTERM")
+
+
+def main():
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("command", choices=["run"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--modes", nargs="+", default=["slurm", "serve", "cron"])
+    ap.add_argument("--jobs", type=int, default=100)
+    ap.add_argument("--load", type=float, default=1.4)
+    ap.add_argument("--gpus", type=int, default=256, help="GPUs of the lab cluster")
+    ap.add_argument("--run-min", type=int, default=8)
+    ap.add_argument("--run-max", type=int, default=60)
+    ap.add_argument("--time-limit", type=float, default=2.0, help="gangplan's planner seconds")
+    ap.add_argument("--cron-interval", type=float, default=3.0)
+    ap.add_argument("--max-seconds", type=float, default=600)
+    ap.add_argument("--gangplan", default="target/release/gangplan")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rack_of = racks()
+    path = os.path.join(args.out, "runs.csv")
+    rows = []
+    for seed in args.seeds:
+        for run in range(1, args.runs + 1):
+            for mode in args.modes:
+                row = {"mode": mode, "seed": seed, "run": run,
+                       **one_run(mode, seed, run, args, rack_of)}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                with open(path, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                    w.writeheader()
+                    w.writerows(rows)
+    summary(rows, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+//! `gangplan slurm serve`: the planning round run when the cluster changes instead of from a
+//! cron. It polls a cheap fingerprint of the queue and the nodes
+//! ([`gangplan::adapters::slurm::watch`]) every `--poll` seconds and runs the same round as
+//! `slurm plan` (same lock, state dir, journal and metrics) when the [`Trigger`] says so: a
+//! change that has settled for `--debounce` seconds, at most `--max-delay` after it was first
+//! seen, and a round every `--idle-round` seconds regardless. SIGTERM and SIGINT end it
+//! between rounds (a round under way finishes first). See docs/slurm.md.
+
+use super::slurm_cmd::{plan, SlurmPlanArgs};
+use super::{exit, Failure};
+use clap::Args;
+use gangplan::adapters::slurm::watch::read_fingerprint;
+use gangplan::adapters::slurm::SlurmCli;
+use gangplan::cron::{Timing, Trigger};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Flags of `gangplan slurm serve`: those of `slurm plan`, and when to plan.
+#[derive(Debug, Args)]
+pub struct SlurmServeArgs {
+    #[command(flatten)]
+    pub round: SlurmPlanArgs,
+    /// Seconds between two looks at the queue and the nodes (squeue, sinfo).
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub poll: f64,
+    /// Plan once a change has been quiet this many seconds (a burst of submissions is one round).
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub debounce: f64,
+    /// Plan a change at most this many seconds after it was first seen, however busy the queue.
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub max_delay: f64,
+    /// Plan a round at least this often even when nothing changed (start timeouts, aging).
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub idle_round: f64,
+}
+
+/// Set by SIGTERM or SIGINT: stop before the next round.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: i32) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+extern "C" {
+    fn signal(signum: i32, handler: extern "C" fn(i32)) -> usize;
+}
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+/// Route SIGTERM and SIGINT to [`STOP`].
+fn catch_stop_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        signal(SIGTERM, on_signal);
+        signal(SIGINT, on_signal);
+    }
+}
+
+/// A flag's seconds as a duration, or the error that names the flag.
+fn seconds(flag: &str, s: f64) -> Result<Duration, Failure> {
+    if s.is_finite() && s > 0.0 && s <= 86_400.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!("--{flag} is {s}; expected seconds in (0, 86400]"),
+        ))
+    }
+}
+
+/// Sleep up to `d`, waking early when a stop signal came.
+fn nap(d: Duration) {
+    let until = Instant::now() + d;
+    while !STOP.load(Ordering::SeqCst) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+    }
+}
+
+/// Run the loop until SIGTERM or SIGINT; exit code 0 then.
+pub fn serve(a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
+    super::plan_cmd::init_logging(a.round.cron.log_format);
+    let poll = seconds("poll", a.poll)?;
+    let mut trigger = Trigger::new(Timing {
+        debounce: seconds("debounce", a.debounce)?,
+        max_delay: seconds("max-delay", a.max_delay)?,
+        idle_round: seconds("idle-round", a.idle_round)?,
+    });
+    catch_stop_signals();
+    tracing::info!(state_dir = %a.round.state_dir.display(), "serving: planning when the queue or the nodes change");
+    let mut rounds = 0u64;
+    while !STOP.load(Ordering::SeqCst) {
+        match read_fingerprint(cli) {
+            Ok(seen) if trigger.observe(seen, Instant::now()) => {
+                run_round(&a.round, cli);
+                rounds += 1;
+                // The state after the round (its own releases included) is what it planned.
+                let after = read_fingerprint(cli).unwrap_or(seen);
+                trigger.planned(after, Instant::now());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not read the queue; trying again"),
+        }
+        nap(poll);
+    }
+    tracing::info!(rounds, "stopped by a signal between rounds");
+    Ok(exit::OK)
+}
+
+/// One round, as `slurm plan` runs it; a failed round is logged and the loop goes on (the
+/// next round finishes what it left, as the cron's next run would).
+fn run_round(a: &SlurmPlanArgs, cli: &dyn SlurmCli) {
+    match plan(a.clone(), cli) {
+        Ok(_) => {}
+        Err(f) if f.code == exit::LOCKED => {
+            tracing::info!("another round holds the lock; planning again on the next change")
+        }
+        Err(f) => tracing::error!(code = f.code, error = %format!("{:#}", f.error), "round failed"),
+    }
+}

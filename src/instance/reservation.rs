@@ -1,0 +1,408 @@
+//! The round's reservation: time in the plan, the way a backfilling scheduler holds nodes for
+//! the first job it cannot start.
+//!
+//! A round carries time when some running job has `ends_in` or some pending job has
+//! `time_limit` (without either, no reservation is made and planning is as before). Then:
+//!
+//! 1. **Free times.** Each usable GPU frees at 0 (free now), at the largest `ends_in` of the
+//!    running jobs holding it, or never (a holder without `ends_in`, a GPU that is down).
+//! 2. **The reserved job** is the first pending whole-GPU gang, by priority (highest first),
+//!    then wait (longest first), then file order, that cannot start on one node now: it needs
+//!    several nodes (`gpus_per_node` below `gpus`), or more GPUs than any node of its type has
+//!    free now. Gangs its tenant's quota cannot hold are skipped.
+//! 3. **Its start T** is the earliest time at which its shape fits on the GPUs free by then:
+//!    `gpus_per_node` nodes with that many free, or its GPUs on at most `max_nodes` nodes,
+//!    inside one rack or pod when `within` says so, on nodes of a type it accepts. Its
+//!    **nodes** are the ones whose GPUs free soonest, in one rack when one rack holds it by
+//!    then (else one pod, else anywhere `within` allows). No time at which it fits (GPUs held
+//!    by jobs that never end): no reservation.
+//! 4. **The rule** ([`Reservation::admits`]): any job may use an unreserved node; a reserved
+//!    node takes the reserved job, and another job only if its `time_limit` ends it by T.
+//!
+//! Simplified: a reserved node is held whole (a job whose time limit runs past T may not use
+//! even GPUs of it the reserved gang does not need); CPU and memory are not part of the fit;
+//! preemption is not counted on to free GPUs. One gang is reserved per round; the reservation
+//! is worked out afresh from the instance every round, so it needs no state of its own.
+
+use super::{Instance, NodeIx, PendingJob};
+use crate::units::TOLERANCE;
+use std::cmp::Reverse;
+
+/// Nodes held for one blocked gang from a time on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    /// Index of the reserved job in [`Instance::pending`].
+    pub job: usize,
+    /// Its id.
+    pub job_id: String,
+    /// Seconds from now at which its GPUs are free.
+    pub start: f64,
+    /// The reserved nodes, in index order.
+    pub nodes: Vec<NodeIx>,
+    /// Per node: whether it is reserved.
+    reserved: Vec<bool>,
+}
+
+impl Reservation {
+    /// Whether `job` may be placed on node n under this reservation.
+    pub fn admits(&self, job: &PendingJob, n: NodeIx) -> bool {
+        !self.is_reserved(n) || job.id == self.job_id || self.ends_in_time(job)
+    }
+
+    /// The same reservation in an instance holding only `nodes` of this one (in that order),
+    /// where the reserved job is pending job `job` (one past the last pending job when that
+    /// instance does not hold it: the rule names the job by id).
+    pub fn on_nodes(&self, nodes: &[NodeIx], job: usize) -> Reservation {
+        let reserved: Vec<bool> = nodes.iter().map(|&n| self.is_reserved(n)).collect();
+        Reservation {
+            job,
+            job_id: self.job_id.clone(),
+            start: self.start,
+            nodes: (0..nodes.len()).filter(|&i| reserved[i]).collect(),
+            reserved,
+        }
+    }
+
+    /// Whether node n is reserved.
+    pub fn is_reserved(&self, n: NodeIx) -> bool {
+        self.reserved.get(n).copied().unwrap_or(false)
+    }
+
+    /// Whether `job`'s time limit ends it by the reservation's start.
+    pub fn ends_in_time(&self, job: &PendingJob) -> bool {
+        job.time_limit.is_some_and(|t| t <= self.start + TOLERANCE)
+    }
+}
+
+/// Whether the round carries time: a running job's `ends_in` or a pending job's `time_limit`.
+pub fn carries_time(inst: &Instance) -> bool {
+    inst.running.iter().any(|r| r.ends_in.is_some())
+        || inst.pending.iter().any(|p| p.time_limit.is_some())
+}
+
+/// The round's reservation (see the module docs), or `None`.
+pub fn plan(inst: &Instance) -> Option<Reservation> {
+    if !carries_time(inst) {
+        return None;
+    }
+    let free_at = free_times(inst);
+    let j = reserved_job(inst, &free_at)?;
+    let (start, mut nodes) = earliest_fit(inst, &inst.pending[j], &free_at)?;
+    nodes.sort_unstable();
+    let mut reserved = vec![false; inst.nodes.len()];
+    for &n in &nodes {
+        reserved[n] = true;
+    }
+    Some(Reservation {
+        job: j,
+        job_id: inst.pending[j].id.clone(),
+        start,
+        nodes,
+        reserved,
+    })
+}
+
+/// When each GPU frees: 0 when free now, the latest `ends_in` of its holders, or infinity.
+pub fn free_times(inst: &Instance) -> Vec<Vec<f64>> {
+    let mut at: Vec<Vec<f64>> = inst
+        .nodes
+        .iter()
+        .map(|n| {
+            n.down
+                .iter()
+                .map(|&d| if d { f64::INFINITY } else { 0.0 })
+                .collect()
+        })
+        .collect();
+    for r in &inst.running {
+        let ends = r.ends_in.unwrap_or(f64::INFINITY);
+        for (n, idx) in &r.gpus {
+            for &g in idx {
+                if let Some(t) = at[*n].get_mut(g as usize) {
+                    *t = t.max(ends);
+                }
+            }
+        }
+    }
+    at
+}
+
+/// The pending gang to reserve for: the first, by priority, wait and file order, that cannot
+/// start on one node now.
+fn reserved_job(inst: &Instance, free_at: &[Vec<f64>]) -> Option<usize> {
+    let mut held = vec![0.0; inst.tenants.len()];
+    for r in &inst.running {
+        held[r.tenant] += r.gpu_equivalent();
+    }
+    let mut order: Vec<usize> = (0..inst.pending.len())
+        .filter(|&j| {
+            let job = &inst.pending[j];
+            let quota_ok = inst.tenants[job.tenant]
+                .quota
+                .is_none_or(|q| held[job.tenant] + job.gpus as f64 <= q as f64 + TOLERANCE);
+            job.gpus > 0 && !job.is_sharer() && quota_ok
+        })
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&inst.pending[a], &inst.pending[b]);
+        Reverse(x.priority)
+            .cmp(&Reverse(y.priority))
+            .then(y.wait.total_cmp(&x.wait))
+            .then(a.cmp(&b))
+    });
+    let widest = widest_free_now(inst, free_at);
+    order.into_iter().find(|&j| {
+        let job = &inst.pending[j];
+        let several = job.gpus_per_node.is_some_and(|g| g < job.gpus);
+        let here = widest
+            .iter()
+            .filter(|(t, _)| job.accepts_type(t))
+            .map(|(_, &w)| w)
+            .max()
+            .unwrap_or(0);
+        several || job.gpus > here
+    })
+}
+
+/// Per GPU type: the most GPUs free now on one node of that type.
+fn widest_free_now<'i>(
+    inst: &'i Instance,
+    free_at: &[Vec<f64>],
+) -> std::collections::BTreeMap<&'i str, u32> {
+    let mut widest = std::collections::BTreeMap::new();
+    for (n, node) in inst.nodes.iter().enumerate() {
+        let free = free_at[n].iter().filter(|&&t| t <= 0.0).count() as u32;
+        let w = widest.entry(node.gpu_type.as_str()).or_insert(0);
+        *w = (*w).max(free);
+    }
+    widest
+}
+
+/// The earliest time at which `job`'s shape fits on the GPUs free by then, and the nodes it
+/// would take. Fitting only gets easier as time goes on, so the time is found by bisection
+/// over the distinct free times.
+fn earliest_fit(
+    inst: &Instance,
+    job: &PendingJob,
+    free_at: &[Vec<f64>],
+) -> Option<(f64, Vec<NodeIx>)> {
+    let eligible: Vec<NodeIx> = (0..inst.nodes.len())
+        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .collect();
+    let mut times: Vec<f64> = eligible
+        .iter()
+        .flat_map(|&n| free_at[n].iter().copied())
+        .filter(|t| t.is_finite())
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    let fits = |t: f64| fit_at(inst, job, free_at, &eligible, t);
+    let last = *times.last()?;
+    fits(last)?;
+    let (mut lo, mut hi) = (0usize, times.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if fits(times[mid]).is_some() {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    fits(times[lo]).map(|nodes| (times[lo], nodes))
+}
+
+/// The nodes `job` would take at time t, or `None` when its shape does not fit then.
+fn fit_at(
+    inst: &Instance,
+    job: &PendingJob,
+    free_at: &[Vec<f64>],
+    eligible: &[NodeIx],
+    t: f64,
+) -> Option<Vec<NodeIx>> {
+    let group = |n: NodeIx| match job.within {
+        Some(super::Locality::Rack) => inst.nodes[n].rack,
+        Some(super::Locality::Pod) => inst.nodes[n].pod,
+        _ => 0,
+    };
+    let mut groups: Vec<usize> = eligible.iter().map(|&n| group(n)).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    groups.into_iter().find_map(|g| {
+        let members: Vec<NodeIx> = eligible
+            .iter()
+            .copied()
+            .filter(|&n| group(n) == g)
+            .collect();
+        fit_in(job, free_at, &members, t)
+    })
+}
+
+/// The nodes of `members` that hold `job` at time t, soonest-free first.
+fn fit_in(
+    job: &PendingJob,
+    free_at: &[Vec<f64>],
+    members: &[NodeIx],
+    t: f64,
+) -> Option<Vec<NodeIx>> {
+    let limit = job.node_limit() as usize;
+    // For each node: GPUs free by t, and when its k-th GPU frees (k: what it must give).
+    let by_t = |n: NodeIx| free_at[n].iter().filter(|&&x| x <= t).count() as u32;
+    let kth_free = |n: NodeIx, k: u32| {
+        let mut ts: Vec<f64> = free_at[n].clone();
+        ts.sort_by(f64::total_cmp);
+        ts.get(k.saturating_sub(1) as usize)
+            .copied()
+            .unwrap_or(f64::INFINITY)
+    };
+    match job.gpus_per_node {
+        Some(per) => {
+            let need = (job.gpus / per.max(1)) as usize;
+            let mut fit: Vec<(f64, NodeIx)> = members
+                .iter()
+                .filter(|&&n| by_t(n) >= per)
+                .map(|&n| (kth_free(n, per), n))
+                .collect();
+            fit.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            (fit.len() >= need && need <= limit).then(|| fit[..need].iter().map(|x| x.1).collect())
+        }
+        None => {
+            let mut caps: Vec<(u32, NodeIx)> = members
+                .iter()
+                .map(|&n| (by_t(n), n))
+                .filter(|c| c.0 > 0)
+                .collect();
+            caps.sort_by_key(|&(c, n)| (Reverse(c), n));
+            let mut left = job.gpus;
+            let mut nodes = Vec::new();
+            for (c, n) in caps.into_iter().take(limit) {
+                nodes.push(n);
+                left = left.saturating_sub(c);
+                if left == 0 {
+                    return Some(nodes);
+                }
+            }
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::ModelLibrary;
+    use crate::instance::parse_instance;
+
+    fn inst(yaml: &str) -> Instance {
+        parse_instance(yaml, "test", &ModelLibrary::builtin()).expect("valid instance")
+    }
+
+    /// Four 8-GPU nodes in two racks; each node fully held by one job ending at the given time
+    /// (`None`: no end known; `Some(0)`: the node is free).
+    fn cluster(ends: [Option<f64>; 4], pending: &str) -> Instance {
+        let mut y = String::from("nodes:\n");
+        for i in 0..4 {
+            y += &format!("  - {{name: n{i}, gpus: 8, rack: r{}}}\n", i / 2);
+        }
+        y += "running:\n";
+        for (i, e) in ends.iter().enumerate() {
+            match e {
+                Some(t) if *t == 0.0 => {}
+                Some(t) => {
+                    y += &format!(
+                        "  - {{id: r{i}, gpus: {{n{i}: [0,1,2,3,4,5,6,7]}}, ends_in: {t}}}\n"
+                    )
+                }
+                None => y += &format!("  - {{id: r{i}, gpus: {{n{i}: [0,1,2,3,4,5,6,7]}}}}\n"),
+            }
+        }
+        inst(&(y + "pending:\n" + pending))
+    }
+
+    #[test]
+    fn a_blocked_gang_gets_the_nodes_that_free_soonest() {
+        let i = cluster(
+            [Some(50.0), Some(10.0), Some(30.0), Some(20.0)],
+            "  - {id: big, gpus: 16, gpus_per_node: 8, max_nodes: 2}\n  - {id: small, gpus: 1, time_limit: 5}\n",
+        );
+        let r = i.reservation.expect("a reservation");
+        assert_eq!(r.job_id, "big");
+        assert_eq!(r.start, 20.0);
+        assert_eq!(r.nodes, vec![1, 3]);
+        assert!(r.admits(&i.pending[1], 1), "a 5 s job ends before 20 s");
+    }
+
+    #[test]
+    fn within_rack_reserves_inside_one_rack() {
+        let i = cluster(
+            [Some(50.0), Some(10.0), Some(30.0), Some(20.0)],
+            "  - {id: big, gpus: 16, gpus_per_node: 8, within: rack}\n",
+        );
+        let r = i.reservation.expect("a reservation");
+        // Rack r0 (n0, n1) is whole at 50 s, rack r1 (n2, n3) at 30 s.
+        assert_eq!((r.start, r.nodes.clone()), (30.0, vec![2, 3]));
+    }
+
+    #[test]
+    fn one_rack_is_preferred_when_it_holds_the_gang_as_soon() {
+        // n0, n2 and n3 are free now; only rack r1 (n2, n3) holds two of them.
+        let i = cluster(
+            [Some(0.0), Some(50.0), Some(0.0), Some(0.0)],
+            "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
+        );
+        let r = i.reservation.expect("a reservation");
+        assert_eq!((r.start, r.nodes), (0.0, vec![2, 3]));
+    }
+
+    #[test]
+    fn jobs_that_never_end_leave_no_reservation_on_their_nodes() {
+        let i = cluster(
+            [None, Some(10.0), None, None],
+            "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
+        );
+        assert_eq!(i.reservation, None, "only one node ever frees");
+        let i = cluster(
+            [None, Some(10.0), None, Some(40.0)],
+            "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
+        );
+        assert_eq!(
+            i.reservation.map(|r| (r.start, r.nodes)),
+            Some((40.0, vec![1, 3]))
+        );
+    }
+
+    #[test]
+    fn the_highest_ranked_blocked_gang_is_reserved_and_fitting_jobs_are_not() {
+        let i = cluster(
+            [Some(0.0), Some(10.0), Some(30.0), Some(20.0)],
+            "  - {id: fits, gpus: 8, priority: 5}\n  - {id: young, gpus: 24, gpus_per_node: 8, wait: 10}\n  - {id: old, gpus: 24, gpus_per_node: 8, wait: 99}\n",
+        );
+        let r = i.reservation.expect("a reservation");
+        assert_eq!(
+            r.job_id, "old",
+            "a one-node job that fits now is not reserved; the older gang is"
+        );
+        assert_eq!((r.start, r.nodes), (20.0, vec![0, 1, 3]));
+    }
+
+    #[test]
+    fn a_round_without_time_has_no_reservation() {
+        let i = inst(
+            "nodes: [{name: a, gpus: 8}]\nrunning: [{id: r, gpus: {a: [0,1,2,3,4,5,6,7]}}]\npending: [{id: p, gpus: 8}]\n",
+        );
+        assert_eq!(i.reservation, None);
+    }
+
+    #[test]
+    fn the_rule_admits_short_jobs_and_the_reserved_job_only() {
+        let i = cluster(
+            [Some(0.0), Some(0.0), Some(30.0), Some(60.0)],
+            "  - {id: big, gpus: 32, gpus_per_node: 8}\n  - {id: short, gpus: 1, time_limit: 60}\n  - {id: long, gpus: 1, time_limit: 61}\n  - {id: open, gpus: 1}\n",
+        );
+        let r = i.reservation.clone().expect("a reservation");
+        assert_eq!((r.start, r.nodes.len()), (60.0, 4));
+        let may = |j: usize| (0..4).all(|n| i.may_use_node(&i.pending[j], n));
+        assert!(may(0) && may(1));
+        assert!(!may(2), "a 61 s job runs past the start at 60 s");
+        assert!(!may(3), "a job without a time limit may never end");
+    }
+}
