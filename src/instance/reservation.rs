@@ -219,11 +219,28 @@ fn fit_at(
     eligible: &[NodeIx],
     t: f64,
 ) -> Option<Vec<NodeIx>> {
-    let group = |n: NodeIx| match job.within {
-        Some(super::Locality::Rack) => inst.nodes[n].rack,
-        Some(super::Locality::Pod) => inst.nodes[n].pod,
-        _ => 0,
+    let rack = |n: NodeIx| inst.nodes[n].rack;
+    let pod = |n: NodeIx| inst.nodes[n].pod;
+    let anywhere = |_: NodeIx| 0;
+    // One rack when one holds it, else one pod, else anywhere `within` allows.
+    let tiers: Vec<&dyn Fn(NodeIx) -> usize> = match job.within {
+        Some(super::Locality::Rack) => vec![&rack],
+        Some(super::Locality::Pod) => vec![&rack, &pod],
+        _ => vec![&rack, &pod, &anywhere],
     };
+    tiers
+        .into_iter()
+        .find_map(|group| fit_in_one_group(job, free_at, eligible, t, group))
+}
+
+/// The nodes of the first group (by `group`'s number) of `eligible` that holds `job` at time t.
+fn fit_in_one_group(
+    job: &PendingJob,
+    free_at: &[Vec<f64>],
+    eligible: &[NodeIx],
+    t: f64,
+    group: &dyn Fn(NodeIx) -> usize,
+) -> Option<Vec<NodeIx>> {
     let mut groups: Vec<usize> = eligible.iter().map(|&n| group(n)).collect();
     groups.sort_unstable();
     groups.dedup();
