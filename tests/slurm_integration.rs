@@ -222,17 +222,26 @@ fn assert_idle_cluster() {
 /// The tests share the one cluster: they take turns.
 static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The lab for one test, or `None` when the lab tests are skipped on purpose
+/// (`GANGPLAN_SKIP_SLURM`, said on stderr): this test's turn on it, with the cluster idle.
+fn claim_lab() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !lab_available() {
+        return None;
+    }
+    let turn = lab_turn();
+    assert_idle_cluster();
+    Some(turn)
+}
+
 fn lab_turn() -> std::sync::MutexGuard<'static, ()> {
     LAB.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[test]
 fn slurm_cron_rounds() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     gangs_start_where_planned_and_a_second_round_changes_nothing();
     assert_idle_cluster();
     higher_priority_gang_preempts_by_requeue_hold();
@@ -541,11 +550,9 @@ fn two_gangs(jobs: &mut Jobs) -> (String, String) {
 
 #[test]
 fn slurm_cron_under_faults() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     a_hanging_slurm_command_is_killed_at_its_deadline();
     assert_idle_cluster();
     slurmctld_stopped_in_the_middle_of_an_apply();
@@ -840,11 +847,9 @@ fn admin_comment(id: &str) -> String {
 
 #[test]
 fn plain_sbatch_to_the_managed_partition_is_held_for_the_planner() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let mut jobs = Jobs::new("lua");
@@ -880,11 +885,9 @@ fn plain_sbatch_to_the_managed_partition_is_held_for_the_planner() {
 
 #[test]
 fn held_jobs_reasons_are_written_to_the_admin_comment_and_cleared_on_start() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let mut jobs = Jobs::new("reason");
@@ -990,11 +993,9 @@ fn placed_by_account(plan: &Plan, research: &[String], prod: &[String]) -> (usiz
 
 #[test]
 fn site_policy_is_read_from_slurmdbd() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     fair_share_from_sshare_decides_who_gets_the_gpus();
     assert_idle_cluster();
     the_controllers_preemption_rule_replaces_the_comment();
@@ -1112,11 +1113,9 @@ fn the_controllers_preemption_rule_replaces_the_comment() {
 
 #[test]
 fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let mut jobs = Jobs::new("reserve");
@@ -1185,11 +1184,9 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
 
 #[test]
 fn serve_starts_a_held_job_without_a_cron_call_and_stops_on_sigterm() {
-    if !lab_available() {
+    let Some(_turn) = claim_lab() else {
         return;
-    }
-    let _turn = lab_turn();
-    assert_idle_cluster();
+    };
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
