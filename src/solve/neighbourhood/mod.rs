@@ -10,9 +10,11 @@
 //! hold. Two neighbourhoods are solved at a time (one per core), those with the most idle GPUs
 //! first (a neighbourhood with none can still gain by moving its jobs: on the 1k-GPU
 //! mixed-types round, 942 of 952 GPUs busy, skipping them lost the whole gain); the search
-//! ends at its share of the round or after a full pass that improved nothing. Every accepted plan is a plan of the round: the cut fixes what reaches outside it,
-//! so the gang, capacity, topology and preemption rules hold by construction, and the quota
-//! rule is checked on the whole round before a neighbourhood's plan is kept. The validator
+//! ends at its share of the round, after a full pass that improved nothing, or after
+//! [`MAX_FRUITLESS`] neighbourhoods in a row that improved nothing. Every accepted plan is a
+//! plan of the round: the cut fixes what reaches outside it, so the gang, capacity, topology
+//! and preemption rules hold by construction, and the quota rule is checked on the whole round
+//! before a neighbourhood's plan is kept. The validator
 //! checks the final plan once more; a plan it refuses is dropped for the one the search
 //! started from (with a warning: that would be a bug of the cut).
 
@@ -36,6 +38,11 @@ const CUT_GAP: f64 = 1e-4;
 /// Passes over every neighbourhood at most (the search usually stops earlier: after a pass
 /// that improved nothing, or at the deadline).
 const MAX_PASSES: usize = 3;
+
+/// Neighbourhoods solved one after another without a gain after which the search stops: they
+/// are tried most idle GPUs first, so the ones left are the least likely to gain. (On the
+/// 10k-GPU family rounds the kept neighbourhoods came among the first tried.)
+const MAX_FRUITLESS: usize = 16;
 
 /// Neighbourhoods solved at a time (the development machine's cores).
 const BATCH: usize = 2;
@@ -70,6 +77,7 @@ pub fn improve(
         solved: 0,
         kept: 0,
     };
+    let mut fruitless = 0;
     'passes: for _ in 0..MAX_PASSES {
         let idle = choose::idle_gpus(inst, &best.plan);
         let mut queue: Vec<usize> = (0..groups.len()).collect();
@@ -91,7 +99,12 @@ pub fn improve(
                 .collect();
             for (cut, inner) in answers.into_iter().flatten() {
                 best.solved += 1;
+                let kept = best.kept;
                 keep_if_better(inst, topo, &base, &cut, &inner, &mut best);
+                fruitless = if best.kept > kept { 0 } else { fruitless + 1 };
+            }
+            if fruitless >= MAX_FRUITLESS {
+                break 'passes;
             }
         }
         if best.kept == kept_before {
