@@ -148,10 +148,12 @@ pub fn finish(
     let choice = Choice { chosen, victims };
     let (mut objective, mut assignment) = second_stage(inst, topo, &choice, budget, greedy.took);
     log_second_stage(inst, topo, &choice, &assignment);
+    let mut cut_short = false;
     if let Some(backend) = search {
         let improved =
             super::neighbourhood::improve(inst, topo, backend, budget, (objective, assignment));
         (objective, assignment) = (improved.objective, improved.plan);
+        cut_short = improved.cut_short;
     }
     if objective <= greedy.objective + TOLERANCE {
         return Err(Fallback::NoBetterThanGreedy(answered));
@@ -162,7 +164,8 @@ pub fn finish(
         objective,
         bound: answered.bound,
         solved: true,
-        time_limit_hit: answered.time_limit_hit,
+        // A search that ran out of time returns a plan that depends on the machine's speed.
+        time_limit_hit: answered.time_limit_hit || cut_short,
         note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
         incumbent: Some(incumbent),
     })

@@ -21,7 +21,7 @@
 pub mod choose;
 pub mod cut;
 
-use super::{BackendSettings, Budget, MipBackend};
+use super::{BackendSettings, BackendStatus, Budget, MipBackend};
 use crate::assignment::Assignment;
 use crate::heuristics::greedy::{greedy_order, Order};
 use crate::instance::Instance;
@@ -57,6 +57,9 @@ pub struct Improved {
     pub solved: usize,
     /// Neighbourhoods whose plan was kept.
     pub kept: usize,
+    /// Whether time decided where the search ended: a re-solve stopped at its time limit, or
+    /// the search's share of the round ran out before it was done.
+    pub cut_short: bool,
 }
 
 /// Improve `start` (a plan of the round and its objective) neighbourhood by neighbourhood
@@ -76,6 +79,7 @@ pub fn improve(
         plan: start_plan.clone(),
         solved: 0,
         kept: 0,
+        cut_short: false,
     };
     let mut fruitless = 0;
     'passes: for _ in 0..MAX_PASSES {
@@ -85,20 +89,22 @@ pub fn improve(
         let kept_before = best.kept;
         for batch in queue.chunks(BATCH) {
             let Some(time_limit) = budget.cut_time_limit() else {
+                best.cut_short = true;
                 break 'passes;
             };
             let base = best.plan.clone();
-            let answers: Vec<Option<(cut::Cut, Assignment)>> = batch
+            let answers: Vec<Option<(cut::Cut, Assignment, bool)>> = batch
                 .par_iter()
                 .map(|&g| {
                     let candidates = choose::candidates(inst, &base, &groups[g], &order);
                     let cut = cut::cut(inst, &base, &groups[g], &candidates)?;
-                    let inner = solve_cut(&cut, backend, time_limit, inst.policy.seed)?;
-                    Some((cut, inner))
+                    let (inner, hit) = solve_cut(&cut, backend, time_limit, inst.policy.seed)?;
+                    Some((cut, inner, hit))
                 })
                 .collect();
-            for (cut, inner) in answers.into_iter().flatten() {
+            for (cut, inner, hit) in answers.into_iter().flatten() {
                 best.solved += 1;
+                best.cut_short |= hit;
                 let kept = best.kept;
                 keep_if_better(inst, topo, &base, &cut, &inner, &mut best);
                 fruitless = if best.kept > kept { 0 } else { fruitless + 1 };
@@ -129,14 +135,15 @@ pub fn improve(
     best
 }
 
-/// Solve a cut exactly from its current plan; its plan in the cut's indices, or `None` when
-/// the solver failed (the cut is then left as it is).
+/// Solve a cut exactly from its current plan; its plan in the cut's indices and whether the
+/// solver stopped at its time limit, or `None` when the solver failed (the cut is then left as
+/// it is).
 fn solve_cut(
     cut: &cut::Cut,
     backend: &dyn MipBackend,
     time_limit: f64,
     seed: u64,
-) -> Option<Assignment> {
+) -> Option<(Assignment, bool)> {
     let topo = Topology::new(&cut.inst);
     let settings = BackendSettings {
         time_limit,
@@ -159,7 +166,7 @@ fn solve_cut(
         bound = r.dual_bound.map(|b| b + c),
         "neighbourhood solved"
     );
-    a
+    a.map(|a| (a, r.status == BackendStatus::LimitWithIncumbent))
 }
 
 /// Put the cut's plan `inner` back into the best plan when the cut was cut from the plan as it
