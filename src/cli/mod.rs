@@ -178,6 +178,18 @@ pub fn status_word(status: gangplan::plan::Status) -> &'static str {
     }
 }
 
+/// Check a flag of seconds in (0, `most`], named `--flag` when refused.
+pub fn check_seconds_flag(flag: &str, s: f64, most: f64) -> Result<std::time::Duration, Failure> {
+    if s.is_finite() && s > 0.0 && s <= most {
+        Ok(std::time::Duration::from_secs_f64(s))
+    } else {
+        Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!("--{flag} is {s}; expected seconds in (0, {most}]"),
+        ))
+    }
+}
+
 /// Check a `--time-limit` flag (seconds in (0, 86400], as `policy.time_limit`).
 pub fn check_time_limit_flag(seconds: f64) -> Result<f64, Failure> {
     gangplan::instance::policy::check_time_limit(seconds)

@@ -3,10 +3,9 @@
 
 use super::slurm_cmd::{plan, SlurmPlanArgs};
 use super::slurm_serve::{serve, SlurmServeArgs};
-use super::{exit, Failure};
+use super::Failure;
 use clap::{Args, Subcommand};
 use gangplan::adapters::slurm::RealSlurm;
-use std::time::Duration;
 
 /// Slurm commands.
 #[derive(Debug, Args)]
@@ -25,28 +24,24 @@ enum SlurmCommand {
     Serve(SlurmServeArgs),
 }
 
+/// Longest `--slurm-timeout`, seconds.
+const SLURM_TIMEOUT_MOST: f64 = 3600.0;
+
 /// Run `slurm ...`.
 pub fn run(a: SlurmArgs) -> Result<i32, Failure> {
     match a.command {
         SlurmCommand::Plan(p) => {
-            let timeout = slurm_timeout(p.slurm_timeout)?;
+            let timeout =
+                super::check_seconds_flag("slurm-timeout", p.slurm_timeout, SLURM_TIMEOUT_MOST)?;
             plan(p, &RealSlurm::new(timeout))
         }
         SlurmCommand::Serve(s) => {
-            let timeout = slurm_timeout(s.round.slurm_timeout)?;
+            let timeout = super::check_seconds_flag(
+                "slurm-timeout",
+                s.round.slurm_timeout,
+                SLURM_TIMEOUT_MOST,
+            )?;
             serve(s, &RealSlurm::new(timeout))
         }
-    }
-}
-
-/// Check `--slurm-timeout`: seconds in (0, 3600].
-fn slurm_timeout(s: f64) -> Result<Duration, Failure> {
-    if s.is_finite() && s > 0.0 && s <= 3600.0 {
-        Ok(Duration::from_secs_f64(s))
-    } else {
-        Err(Failure::new(
-            exit::BAD_INPUT,
-            anyhow::anyhow!("--slurm-timeout is {s}; expected seconds in (0, 3600]"),
-        ))
     }
 }

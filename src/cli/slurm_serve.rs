@@ -57,18 +57,6 @@ fn catch_stop_signals() {
     }
 }
 
-/// A flag's seconds as a duration, or the error that names the flag.
-fn seconds(flag: &str, s: f64) -> Result<Duration, Failure> {
-    if s.is_finite() && s > 0.0 && s <= 86_400.0 {
-        Ok(Duration::from_secs_f64(s))
-    } else {
-        Err(Failure::new(
-            exit::BAD_INPUT,
-            anyhow::anyhow!("--{flag} is {s}; expected seconds in (0, 86400]"),
-        ))
-    }
-}
-
 /// Sleep up to `d`, waking early when a stop signal came.
 fn nap(d: Duration) {
     let until = Instant::now() + d;
@@ -80,11 +68,11 @@ fn nap(d: Duration) {
 /// Run the loop until SIGTERM or SIGINT; exit code 0 then.
 pub fn serve(a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     super::plan_cmd::init_logging(a.round.cron.log_format);
-    let poll = seconds("poll", a.poll)?;
+    let poll = super::check_seconds_flag("poll", a.poll, 86_400.0)?;
     let mut trigger = Trigger::new(Timing {
-        debounce: seconds("debounce", a.debounce)?,
-        max_delay: seconds("max-delay", a.max_delay)?,
-        idle_round: seconds("idle-round", a.idle_round)?,
+        debounce: super::check_seconds_flag("debounce", a.debounce, 86_400.0)?,
+        max_delay: super::check_seconds_flag("max-delay", a.max_delay, 86_400.0)?,
+        idle_round: super::check_seconds_flag("idle-round", a.idle_round, 86_400.0)?,
     });
     catch_stop_signals();
     tracing::info!(state_dir = %a.round.state_dir.display(), "serving: planning when the queue or the nodes change");

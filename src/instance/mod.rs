@@ -274,9 +274,7 @@ impl Instance {
     /// or its time limit ends it by the reservation's start. Jobs alike in everything else
     /// but this fit differently.
     pub fn reserved_nodes_open_to(&self, job: &PendingJob) -> bool {
-        self.reservation
-            .as_ref()
-            .is_none_or(|r| r.job_id == job.id || r.ends_in_time(job))
+        self.reservation.as_ref().is_none_or(|r| r.open_to(job))
     }
 
     /// Pending and running jobs by id, for looking many up: (pending, running).

@@ -46,7 +46,13 @@ pub struct Reservation {
 impl Reservation {
     /// Whether `job` may be placed on node n under this reservation.
     pub fn admits(&self, job: &PendingJob, n: NodeIx) -> bool {
-        !self.is_reserved(n) || job.id == self.job_id || self.ends_in_time(job)
+        !self.is_reserved(n) || self.open_to(job)
+    }
+
+    /// Whether the reserved nodes take `job`: it is the reserved job, or its time limit ends
+    /// it by the reservation's start.
+    pub fn open_to(&self, job: &PendingJob) -> bool {
+        job.id == self.job_id || self.ends_in_time(job)
     }
 
     /// The same reservation in an instance holding only `nodes` of this one (in that order),

@@ -26,12 +26,14 @@ pub fn validate_plan(inst: &Instance, plan: &Plan) -> Result<()> {
     }
 }
 
-/// Check an assignment before it is rendered (used to vet solver answers).
+/// Check an assignment before it is rendered (used to vet solver answers). The waiting jobs'
+/// reasons are not worked out: no rule reads them.
 pub fn check_assignment(inst: &Instance, a: &crate::assignment::Assignment) -> Result<()> {
     let info = super::types::SolverInfo::blank("");
+    let now = Some(std::time::Instant::now());
     validate_plan(
         inst,
-        &super::render::render_plan(inst, a, super::types::Status::Fallback, info),
+        &super::render::render_plan_until(inst, a, super::types::Status::Fallback, info, now),
     )
 }
 

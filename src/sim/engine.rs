@@ -296,13 +296,9 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The `las` planner's priority of a job: minus its attained-service queue.
     fn queue_priority(&self, attained: f64) -> i64 {
-        -(self
-            .cfg
-            .las_thresholds
-            .iter()
-            .filter(|&&t| attained >= t)
-            .count() as i64)
+        -(super::service::queue_of(&self.cfg.las_thresholds, attained) as i64)
     }
 
     fn build(

@@ -80,6 +80,12 @@ pub struct ServiceObjective {
 /// ..., 64 GPUs and more.
 pub const SIZE_CLASSES: i64 = 7;
 
+/// The attained-service queue of a job that has received `attained` GPU-seconds under
+/// `thresholds`: how many it has reached (0: the first queue). `las` and the objective share it.
+pub fn queue_of(thresholds: &[f64], attained: f64) -> usize {
+    thresholds.iter().filter(|&&t| attained >= t).count()
+}
+
 impl Default for ServiceObjective {
     fn default() -> Self {
         ServiceObjective {
@@ -99,7 +105,7 @@ impl ServiceObjective {
     /// The queue of a job that has received `attained` GPU-seconds: how many thresholds it
     /// has reached (0: the first queue).
     pub fn queue(&self, attained: f64) -> usize {
-        self.thresholds.iter().filter(|&&t| attained >= t).count()
+        queue_of(&self.thresholds, attained)
     }
 
     /// Priority levels per queue: [`SIZE_CLASSES`] with size classes, else 1.

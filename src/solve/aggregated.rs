@@ -117,16 +117,15 @@ type StagePlan = (f64, Assignment, Vec<usize>, usize);
 /// Wait for the aggregated model until the budget's work deadline, then place the jobs it
 /// chose first with the greedy machinery (when the time the greedy took, halved, still fits),
 /// and try leaving out the most-spread gangs while a greedy pass still fits before the
-/// budget's pass deadline; with `search`, improve the plan neighbourhood by neighbourhood
-/// with that backend until the work deadline ([`super::neighbourhood`]); the plan when it
-/// beats the greedy one.
+/// budget's pass deadline, then improve the plan neighbourhood by neighbourhood with
+/// `backend` ([`super::neighbourhood`]); the plan when it beats the greedy one.
 pub fn finish(
     running: Running,
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,
     budget: &Budget,
     greedy: &GreedyPlan,
-    search: Option<&dyn MipBackend>,
+    backend: &dyn MipBackend,
 ) -> Result<SolverPlan, Fallback> {
     let wait = budget
         .work_until()
@@ -146,15 +145,10 @@ pub fn finish(
         return Err(Fallback::NoTimeToPlace(answered));
     }
     let choice = Choice { chosen, victims };
-    let (mut objective, mut assignment) = second_stage(inst, topo, &choice, budget, greedy.took);
-    log_second_stage(inst, topo, &choice, &assignment);
-    let mut cut_short = false;
-    if let Some(backend) = search {
-        let improved =
-            super::neighbourhood::improve(inst, topo, backend, budget, (objective, assignment));
-        (objective, assignment) = (improved.objective, improved.plan);
-        cut_short = improved.cut_short;
-    }
+    let placed = second_stage(inst, topo, &choice, budget, greedy.took);
+    log_second_stage(inst, topo, &choice, &placed.1);
+    let improved = super::neighbourhood::improve(inst, topo, backend, budget, placed);
+    let (objective, assignment) = (improved.objective, improved.plan);
     if objective <= greedy.objective + TOLERANCE {
         return Err(Fallback::NoBetterThanGreedy(answered));
     }
@@ -165,7 +159,7 @@ pub fn finish(
         bound: answered.bound,
         solved: true,
         // A search that ran out of time returns a plan that depends on the machine's speed.
-        time_limit_hit: answered.time_limit_hit || cut_short,
+        time_limit_hit: answered.time_limit_hit || improved.cut_short,
         note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
         incumbent: Some(incumbent),
     })

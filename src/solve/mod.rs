@@ -214,14 +214,9 @@ pub fn solve_with(
     let solved = match (mode, early) {
         (Mode::PerNode, _) => solve_per_node(inst, topo, opts, backend, &budget, &greedy),
         (Mode::Both, early) => solve_both(early, inst, topo, opts, backend, &budget, &greedy),
-        (_, Some(Ok(running))) => aggregated::finish(
-            running,
-            inst,
-            topo,
-            &budget,
-            &greedy,
-            Some(backend.as_ref()),
-        ),
+        (_, Some(Ok(running))) => {
+            aggregated::finish(running, inst, topo, &budget, &greedy, backend.as_ref())
+        }
         (_, Some(Err(e))) => Err(Fallback::ThreadNotStarted(e.to_string())),
         (_, None) => Err(Fallback::NoTimeToStart),
     };
@@ -232,10 +227,10 @@ pub fn solve_with(
 }
 
 /// Both models: the aggregated model's plan (improved neighbourhood by neighbourhood, when it
-/// beats greedy) is the per-node MIP's start, and the per-node model gets the rest of the round; the better plan is kept, with
-/// the lower of the two bounds (each is valid for the round). On rounds where the per-node
-/// model cannot close in time the aggregated plan and bound stand; where it can, its plan is
-/// at least the aggregated one.
+/// beats greedy) is the per-node MIP's start, and the per-node model gets the rest of the
+/// round; the better plan is kept, with the lower of the two bounds (each is valid for the
+/// round). On rounds where the per-node model cannot close in time the aggregated plan and
+/// bound stand; where it can, its plan is at least the aggregated one.
 fn solve_both(
     early: Option<std::io::Result<aggregated::Running>>,
     inst: &Arc<Instance>,
@@ -247,7 +242,7 @@ fn solve_both(
 ) -> Result<SolverPlan, Fallback> {
     let agg = match early {
         Some(Ok(running)) => {
-            aggregated::finish(running, inst, topo, budget, greedy, Some(backend.as_ref()))
+            aggregated::finish(running, inst, topo, budget, greedy, backend.as_ref())
         }
         Some(Err(e)) => Err(Fallback::ThreadNotStarted(e.to_string())),
         None => Err(Fallback::NoTimeToStart),

@@ -66,16 +66,15 @@ pub fn cut(
     for (i, &n) in nodes.iter().enumerate() {
         map[n] = Some(i);
     }
-    let inside = |set: &[(NodeIx, Vec<u32>)]| set.iter().all(|(n, _)| map[*n].is_some());
-    let touches = |set: &[(NodeIx, Vec<u32>)]| set.iter().any(|(n, _)| map[*n].is_some());
     let preempted: BTreeSet<usize> = plan.preempted.iter().copied().collect();
     let mut running = Vec::new();
     let mut running_map = Vec::new();
     for (k, r) in inst.running.iter().enumerate() {
-        if !touches(&r.gpus) {
+        let nodes = || r.gpus.iter().map(|(n, _)| *n);
+        if !touches(&map, nodes()) {
             continue;
         }
-        if inside(&r.gpus) {
+        if inside(&map, nodes()) {
             running.push(RunningJob {
                 gpus: relabel(&r.gpus, &map),
                 ..r.clone()
@@ -101,22 +100,22 @@ pub fn cut(
         .collect();
     let mut pending_set: BTreeSet<usize> = candidates.iter().copied().collect();
     for (&j, set) in &plan.placed {
-        let as_list: Vec<(NodeIx, Vec<u32>)> = set.iter().map(|(&n, g)| (n, g.clone())).collect();
-        if !touches(&as_list) {
+        if !touches(&map, set.keys().copied()) {
             continue;
         }
-        if inside(&as_list) {
+        if inside(&map, set.keys().copied()) {
             pending_set.insert(j);
-        } else if as_list
-            .iter()
-            .any(|(n, g)| g.iter().any(|&i| victim_gpus.contains(&(*n, i))))
-        {
+            continue;
+        }
+        let on_victim =
+            |(&n, g): (&NodeIx, &Vec<u32>)| g.iter().any(|&i| victim_gpus.contains(&(n, i)));
+        if set.iter().any(on_victim) {
             return None;
-        } else {
-            for fixed in fixed_pieces(&placed_as_running(inst, j, &as_list), &map) {
-                running.push(fixed);
-                running_map.push(None);
-            }
+        }
+        let gpus: Vec<(NodeIx, Vec<u32>)> = set.iter().map(|(&n, g)| (n, g.clone())).collect();
+        for fixed in fixed_pieces(&placed_as_running(inst, j, &gpus), &map) {
+            running.push(fixed);
+            running_map.push(None);
         }
     }
     let pending: Vec<usize> = pending_set.into_iter().collect();
@@ -232,6 +231,16 @@ impl Cut {
     pub fn pending(&self) -> &[usize] {
         &self.pending
     }
+}
+
+/// Whether every node of a job is inside the cut.
+fn inside(map: &NodeMap, mut nodes: impl Iterator<Item = NodeIx>) -> bool {
+    nodes.all(|n| map[n].is_some())
+}
+
+/// Whether some node of a job is inside the cut.
+fn touches(map: &NodeMap, mut nodes: impl Iterator<Item = NodeIx>) -> bool {
+    nodes.any(|n| map[n].is_some())
 }
 
 /// The node list of a running job in the cut's node indices (every node is inside).

@@ -14,9 +14,9 @@
 //! [`MAX_FRUITLESS`] neighbourhoods in a row that improved nothing. Every accepted plan is a
 //! plan of the round: the cut fixes what reaches outside it, so the gang, capacity, topology
 //! and preemption rules hold by construction, and the quota rule is checked on the whole round
-//! before a neighbourhood's plan is kept. The validator
-//! checks the final plan once more; a plan it refuses is dropped for the one the search
-//! started from (with a warning: that would be a bug of the cut).
+//! before a neighbourhood's plan is kept. The validator checks the final plan once more; a
+//! plan it refuses is dropped for the one the search started from (with a warning: that would
+//! be a bug of the cut).
 
 pub mod choose;
 pub mod cut;
@@ -117,7 +117,7 @@ pub fn improve(
             break;
         }
     }
-    if best.kept > 0 && !is_valid(inst, &best.plan) {
+    if best.kept > 0 && crate::plan::validate::check_assignment(inst, &best.plan).is_err() {
         tracing::warn!("the neighbourhood search's plan broke a rule; the plan before it is kept");
         return Improved {
             objective: start_objective,
@@ -193,20 +193,6 @@ fn keep_if_better(
         (best.objective, best.plan) = (objective, plan);
         best.kept += 1;
     }
-}
-
-/// Whether the plan passes the validator (its waiting jobs' reasons are not worked out: the
-/// rules do not read them). A safety net: the cuts keep every rule by construction.
-fn is_valid(inst: &Instance, a: &Assignment) -> bool {
-    let info = crate::plan::SolverInfo::blank("");
-    let plan = crate::plan::render_plan_until(
-        inst,
-        a,
-        crate::plan::Status::Fallback,
-        info,
-        Some(std::time::Instant::now()),
-    );
-    crate::plan::validate_plan(inst, &plan).is_ok()
 }
 
 /// Whether no tenant that starts a job or grows ends the round above its quota (the
