@@ -198,3 +198,95 @@ fn packing_floor_counts_opened_nodes_by_size() {
     );
     assert_eq!(agg.assignment.placed.len(), 3);
 }
+
+/// A linear program's optimum is its bound: max x + y with x + 2y <= 4 and 3x + y <= 6 has its
+/// optimum 2.8 at (1.6, 1.2); with y integer the MIP's optimum and bound is 8/3 (y = 1,
+/// x = 5/3).
+#[test]
+fn a_linear_program_reports_its_optimum_as_its_bound() {
+    use good_lp::{constraint, variable};
+    let settings = BackendSettings {
+        time_limit: 10.0,
+        mip_gap: 1e-9,
+        seed: 1,
+        write_model: None,
+    };
+    let model = |y_integer: bool| {
+        let mut m = gangplan::model::MipModel::empty();
+        let x = m.problem.add(variable().min(0.0));
+        let y = m.problem.add(
+            if y_integer {
+                variable().integer()
+            } else {
+                variable()
+            }
+            .min(0.0),
+        );
+        m.objective = x + y;
+        m.constraints.push(constraint!(x + 2.0 * y <= 4.0));
+        m.constraints.push(constraint!(3.0 * x + y <= 6.0));
+        m
+    };
+    let lp = Highs.solve(model(false), &[], &settings).unwrap();
+    let bound = lp.dual_bound.expect("an optimal LP reports its bound");
+    assert!((bound - 2.8).abs() < 1e-6, "LP bound {bound}, expected 2.8");
+    let mip = Highs.solve(model(true), &[], &settings).unwrap();
+    let bound = mip.dual_bound.expect("an optimal MIP reports its bound");
+    assert!(
+        (bound - 8.0 / 3.0).abs() < 1e-6,
+        "MIP bound {bound}, expected 8/3"
+    );
+}
+
+/// A round large enough to solve the aggregated model's LP relaxation: the relaxation's bound
+/// is reported, covers the plan and the integer model's incumbent, and the plan is valid and
+/// never worse than greedy.
+#[test]
+fn large_rounds_solve_the_relaxation_which_bounds_the_integer_model() {
+    use gangplan::solve::aggregated::{solves_relaxation, RELAXATION_FROM_NODES};
+    let lib = ModelLibrary::builtin();
+    let p = GenParams {
+        nodes: RELAXATION_FROM_NODES,
+        pending: 600,
+        seed: 3,
+        time_limit: 60.0,
+        family: gangplan::gen::Family::Mixed,
+        ..Default::default()
+    };
+    let inst = Arc::new(validate(&generate(&p), &lib).unwrap());
+    assert!(solves_relaxation(&inst));
+    let topo = Arc::new(Topology::new(&inst));
+    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let bound = agg.bound.expect("the relaxation reports its bound");
+    assert!(
+        bound + 1e-6 >= agg.objective,
+        "bound {bound} below the plan's {}",
+        agg.objective
+    );
+    assert!(agg.objective + 1e-7 >= agg.greedy_objective);
+    validate_plan(
+        &inst,
+        &render_plan(&inst, &agg.assignment, agg.status, agg.solver_info(0.0)),
+    )
+    .unwrap();
+    let mut integer = gangplan::model::aggregate::build(&inst, &topo, true);
+    let (constant, objective) = (integer.model.constant, integer.model.objective.clone());
+    let model = std::mem::replace(&mut integer.model, gangplan::model::MipModel::empty());
+    let settings = BackendSettings {
+        time_limit: 20.0,
+        mip_gap: 1e-3,
+        seed: 1,
+        write_model: None,
+    };
+    let answer = Highs.solve(model, &[], &settings).unwrap();
+    let values: std::collections::HashMap<_, _> = integer
+        .columns
+        .iter()
+        .map(|(&v, &i)| (v, answer.columns[i]))
+        .collect();
+    let incumbent = constant + objective.eval_with(&values);
+    assert!(
+        bound + 1e-6 >= incumbent,
+        "relaxation bound {bound} below the integer model's incumbent {incumbent}"
+    );
+}

@@ -61,6 +61,11 @@ impl MipBackend for Highs {
         start: &[f64],
         settings: &BackendSettings,
     ) -> Result<BackendResult> {
+        // A model without integer columns is a linear program: its optimum is its own bound.
+        let linear = !model
+            .problem
+            .iter_variables_with_def()
+            .any(|(_, def)| def.is_integer());
         let (mut hm, _, _) = model.into_highs()?;
         if std::env::var_os("GANGPLAN_SOLVER_LOG").is_some() {
             opt(hm.try_set_option("output_flag", true), "output_flag")?;
@@ -146,10 +151,14 @@ impl MipBackend for Highs {
                 "HiGHS found no feasible solution in time".into(),
             ));
         }
-        let dual_bound = solved
-            .double_info_value(c"mip_dual_bound")
-            .ok()
-            .filter(|b| b.is_finite());
+        let dual_bound = if linear {
+            // Simplex's optimum is primal and dual feasible, so it bounds every solution; a
+            // solve a limit stopped proves nothing.
+            (status == BackendStatus::Optimal).then(|| solved.objective_value())
+        } else {
+            solved.double_info_value(c"mip_dual_bound").ok()
+        }
+        .filter(|b| b.is_finite());
         let columns = solved.get_solution().columns().to_vec();
         Ok(BackendResult {
             columns,

@@ -1,5 +1,7 @@
 //! The aggregated model of a round, whose size does not grow with the node count: the form
-//! used when the per-node model is too big to solve in the round's time.
+//! used when the per-node model is too big to solve in the round's time. The largest rounds
+//! solve its LP relaxation (`build` with `integer` false; see
+//! [`crate::solve::aggregated::RELAXATION_FROM_NODES`]), which bounds the objective as well.
 //!
 //! Jobs that are interchangeable for capacity form a class c (accepted GPU types, size, share,
 //! shape, tenant, priority). Every quantity below is a relaxation of the per-node model, so the
