@@ -268,7 +268,7 @@ impl fmt::Display for Fallback {
             Fallback::Panicked(solver) => write!(f, "{solver} panicked"),
             Fallback::NoAnswerInTime { solver, waited } => write!(
                 f,
-                "the {solver} did not return within the time limit ({:.2} s)",
+                "the {solver} did not return within the time limit (waited {:.2} s after the greedy plan)",
                 waited.as_secs_f64()
             ),
             Fallback::AnswerUnusable { error, .. } => {
@@ -357,7 +357,7 @@ mod tests {
                     solver: Solver::PerNode,
                     waited: Duration::from_millis(1234),
                 },
-                "the solver did not return within the time limit (1.23 s); greedy plan used",
+                "the solver did not return within the time limit (waited 1.23 s after the greedy plan); greedy plan used",
             ),
             (
                 Fallback::BelowGreedy {
