@@ -12,6 +12,16 @@ use gangplan::solve::{
 use gangplan::topology::Topology;
 use std::sync::Arc;
 
+/// HiGHS's settings for a direct solve of a model: seed 1, no model file.
+fn backend_settings(time_limit: f64, mip_gap: f64) -> BackendSettings {
+    BackendSettings {
+        time_limit,
+        mip_gap,
+        seed: 1,
+        write_model: None,
+    }
+}
+
 fn opts(inst: &gangplan::instance::Instance, formulation: Formulation) -> SolveOptions {
     SolveOptions {
         formulation,
@@ -167,12 +177,7 @@ fn relaxation_counts_no_part_of_a_slot() {
     let topo = Arc::new(Topology::new(&inst));
     let mut relaxed = gangplan::model::aggregate::build(&inst, &topo, false);
     let model = std::mem::replace(&mut relaxed.model, gangplan::model::MipModel::empty());
-    let settings = BackendSettings {
-        time_limit: 30.0,
-        mip_gap: 1e-6,
-        seed: 1,
-        write_model: None,
-    };
+    let settings = backend_settings(30.0, 1e-6);
     let answer = Highs.solve(model, &[], &settings).unwrap();
     let eight = job(&inst, "eight");
     let (_, n_c) = relaxed
@@ -205,12 +210,7 @@ fn packing_floor_counts_opened_nodes_by_size() {
 #[test]
 fn a_linear_program_reports_its_optimum_as_its_bound() {
     use good_lp::{constraint, variable};
-    let settings = BackendSettings {
-        time_limit: 10.0,
-        mip_gap: 1e-9,
-        seed: 1,
-        write_model: None,
-    };
+    let settings = backend_settings(10.0, 1e-9);
     let model = |y_integer: bool| {
         let mut m = gangplan::model::MipModel::empty();
         let x = m.problem.add(variable().min(0.0));
@@ -272,12 +272,7 @@ fn large_rounds_solve_the_relaxation_which_bounds_the_integer_model() {
     let mut integer = gangplan::model::aggregate::build(&inst, &topo, true);
     let (constant, objective) = (integer.model.constant, integer.model.objective.clone());
     let model = std::mem::replace(&mut integer.model, gangplan::model::MipModel::empty());
-    let settings = BackendSettings {
-        time_limit: 20.0,
-        mip_gap: 1e-3,
-        seed: 1,
-        write_model: None,
-    };
+    let settings = backend_settings(20.0, 1e-3);
     let answer = Highs.solve(model, &[], &settings).unwrap();
     let values: std::collections::HashMap<_, _> = integer
         .columns

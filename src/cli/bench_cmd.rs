@@ -10,7 +10,7 @@ use clap::Args;
 use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load_instance_file;
-use gangplan::plan::{render_plan, validate_plan};
+use gangplan::plan::{render_plan_until, validate_plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
 use std::path::{Path, PathBuf};
@@ -218,7 +218,16 @@ fn bench_round(
     let inst = Arc::new(inst);
     let topo = Arc::new(Topology::new(&inst));
     let out = solve(&inst, &topo, &opts);
-    let plan = render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0));
+    // The waiting jobs' reasons stop at the round's reasons deadline, as `solve`'s do.
+    let reasons_until =
+        gangplan::solve::Budget::starting_at(&inst, started, opts.deadline).reasons_deadline();
+    let plan = render_plan_until(
+        &inst,
+        &out.assignment,
+        out.status,
+        out.solver_info(0.0),
+        Some(reasons_until),
+    );
     validate_plan(&inst, &plan).map_err(|e| internal(format!("{name}: {e}")))?;
     gangplan::fsutil::write_atomic(
         &dir.join("plan.json"),
@@ -226,13 +235,15 @@ fn bench_round(
     )
     .map_err(lib_io)?;
     let wall = started.elapsed().as_secs_f64();
-    // Greedy alone, for its time and GPUs placed.
+    // Greedy alone, for its time and GPUs placed, with a time limit of its own (the round's
+    // deadline has passed).
     let g_started = Instant::now();
     let g = solve(
         &inst,
         &topo,
         &SolveOptions {
             planner: PlannerKind::Greedy,
+            deadline: g_started + std::time::Duration::from_secs_f64(a.time_limit),
             ..opts.clone()
         },
     );
@@ -243,6 +254,7 @@ fn bench_round(
             .keys()
             .map(|&j| inst.pending[j].gpu_equivalent())
             .sum::<f64>()
+            + 0.0 // an empty sum is -0.0
     };
     let ratio = |x: f64, y: f64| x / y.abs().max(gangplan::units::TOLERANCE);
     println!(
