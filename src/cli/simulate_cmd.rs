@@ -127,7 +127,7 @@ pub struct TraceArgs {
     /// queues).
     #[arg(long, value_name = "V", default_value_t = 0.3)]
     pub service_step: f64,
-    /// replay, attained-service: value per GPU added per hour waited (the starvation guard).
+    /// replay, attained-service: value per GPU added per hour of age (the starvation guard).
     #[arg(long, value_name = "V", default_value_t = 12.0)]
     pub service_aging: f64,
     /// replay, attained-service: the clock of the age the aging term values: submission

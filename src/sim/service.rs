@@ -82,7 +82,7 @@ pub struct ServiceObjective {
     pub thresholds: Vec<f64>,
     /// Value per GPU one queue step takes off (the `priority` weight).
     pub step: f64,
-    /// Value per GPU added per hour waited (the `aging` weight).
+    /// Value per GPU added per hour of age (the `aging` weight; [`ServiceObjective::age_clock`]).
     pub aging: f64,
     /// Hours after which aging stops growing (`aging_cap_hours`).
     pub aging_cap_hours: f64,
