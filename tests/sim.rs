@@ -682,6 +682,71 @@ fn attained_service_lets_a_short_job_overtake_a_long_one_under_the_ilp() {
     }
 }
 
+/// One 4-GPU node; two long 4-GPU jobs and two short ones that preempt whichever long job runs:
+/// "a" (t=0) runs 900 s, drops to the second queue and is preempted by "b" (t=1000), which runs
+/// 900 s, drops too and is preempted by "s1" (t=2000); after s1, "a" runs again until "s2"
+/// (t=6000) preempts it. At 6600 both long jobs wait in the second queue: "a" is older, "b" has
+/// waited longer (it ran less).
+fn two_long_jobs_and_two_short() -> Trace {
+    let job =
+        |id: &str, submit: f64, d: f64| trace::TraceJob::whole_gpus(id.into(), submit, Some(d), 4);
+    Trace {
+        name: "two-long-two-short".into(),
+        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
+        jobs: vec![
+            job("a", 0.0, 10_000.0),
+            job("b", 1000.0, 10_000.0),
+            job("s1", 2000.0, 600.0),
+            job("s2", 6000.0, 600.0),
+        ],
+    }
+}
+
+#[test]
+fn the_age_clock_decides_which_demoted_long_job_resumes_first() {
+    use gangplan::sim::service::AgeClock;
+    let t = two_long_jobs_and_two_short();
+    let mut base = SimConfig {
+        checkpoint_s: 60.0,
+        round_time_limit: 1.0,
+        ..SimConfig::default()
+    };
+    base.service.thresholds = vec![3600.0];
+    assert_eq!(base.service.age_clock, AgeClock::Submission);
+    for p in [PlannerName::Ilp, PlannerName::Greedy] {
+        // Since submission (the default): "a" resumes at 6600 and finishes first, ~12,200 s
+        // after its submission; "b" follows.
+        let r = run(&t, p, &base);
+        assert_eq!(r.info.jobs_done, 4, "{p:?}");
+        assert!(
+            r.metrics.preemptions >= 3,
+            "{p:?}: {}",
+            r.metrics.preemptions
+        );
+        let c = finish_times(&r);
+        assert!(
+            c[0] < 1300.0 && c[1] < 1300.0,
+            "{p:?}: the short jobs first {c:?}"
+        );
+        assert!((11_000.0..13_500.0).contains(&c[2]), "{p:?}: a third {c:?}");
+        assert!(r
+            .info
+            .objective
+            .as_deref()
+            .unwrap()
+            .contains("submission clock"));
+        // Time waited: "b" has waited longer at 6600, resumes and finishes third, ~14,600 s
+        // after its submission; "a" waits for it to end.
+        let mut cfg = base.clone();
+        cfg.service.age_clock = AgeClock::Waiting;
+        let r = run(&t, p, &cfg);
+        assert_eq!(r.info.jobs_done, 4, "{p:?}");
+        let c = finish_times(&r);
+        assert!((14_000.0..16_000.0).contains(&c[2]), "{p:?}: b third {c:?}");
+        assert!(c[3] > 20_000.0, "{p:?}: a last {c:?}");
+    }
+}
+
 #[test]
 fn attained_service_queues_wait_and_weights() {
     use gangplan::sim::service::ServiceObjective;
@@ -696,6 +761,13 @@ fn attained_service_queues_wait_and_weights() {
     assert_eq!(s.priority(40_000.0), -2);
     // 4 GPUs, 1000 GPU-seconds: ran 250 s of the 1000 s since submission.
     assert_eq!(ServiceObjective::waited(1100.0, 100.0, 1000.0, 4.0), 750.0);
+    // The aging term's age: since submission by default, else the time waited.
+    assert_eq!(s.age(1100.0, 100.0, 1000.0, 4.0), 1000.0);
+    let waiting = ServiceObjective {
+        age_clock: gangplan::sim::service::AgeClock::Waiting,
+        ..s.clone()
+    };
+    assert_eq!(waiting.age(1100.0, 100.0, 1000.0, 4.0), 750.0);
     // The lowest queue keeps a positive value per GPU however large the step.
     let steep = ServiceObjective {
         step: 0.8,

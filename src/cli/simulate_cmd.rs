@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::sim::engine::{simulate, trace_dist, typical_pods, Protocol, SimConfig};
 use gangplan::sim::planners::{PlannerName, RoundPlanner, NAMES};
-use gangplan::sim::service::{ReplayObjective, ServiceObjective};
+use gangplan::sim::service::{AgeClock, ReplayObjective, ServiceObjective};
 use gangplan::sim::trace::{self, Trace};
 use gangplan::sim::Report;
 use gangplan::solve::Formulation;
@@ -127,9 +127,14 @@ pub struct TraceArgs {
     /// queues).
     #[arg(long, value_name = "V", default_value_t = 0.3)]
     pub service_step: f64,
-    /// replay, attained-service: value per GPU added per hour waited (the starvation guard).
+    /// replay, attained-service: value per GPU added per hour of age (the starvation guard).
     #[arg(long, value_name = "V", default_value_t = 12.0)]
     pub service_aging: f64,
+    /// replay, attained-service: the clock of the age the aging term values: submission
+    /// (time since submission: first come, first served within a queue) or waiting (time
+    /// since submission less the time run).
+    #[arg(long, value_enum, default_value_t = AgeClockArg::Submission)]
+    pub service_age_clock: AgeClockArg,
     /// replay, attained-service: a job that has waited this many times as long as it ran is
     /// promoted to the first queue (0, the default: never).
     #[arg(long, value_name = "K", default_value_t = 0.0)]
@@ -151,6 +156,15 @@ pub enum ObjectiveArg {
     AttainedService,
     /// The plan objective's defaults.
     Default,
+}
+
+/// The clock of a waiting job's age under the attained-service objective.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum AgeClockArg {
+    /// Seconds since submission.
+    Submission,
+    /// Seconds since submission less the time run.
+    Waiting,
 }
 
 /// Weighting of the task distribution given to the greedy and the ILP.
@@ -278,6 +292,10 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
             thresholds: thresholds.clone(),
             step: a.service_step,
             aging: a.service_aging,
+            age_clock: match a.service_age_clock {
+                AgeClockArg::Submission => AgeClock::Submission,
+                AgeClockArg::Waiting => AgeClock::Waiting,
+            },
             preempt: !a.no_preemption,
             starve: (a.service_starve > 0.0).then_some(a.service_starve),
             size_classes: a.service_size_classes,

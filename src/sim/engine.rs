@@ -283,12 +283,13 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// (priority, seconds waited) of a waiting job of trace job `k`.
+    /// (priority, age in seconds) of a waiting job of trace job `k`.
     fn pending_rank(&self, k: usize, submit: f64, attained: f64, now: f64) -> (i64, f64) {
         if let Some(s) = self.service() {
             let gpus = self.trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
             let waited = ServiceObjective::waited(now, submit, attained, gpus);
-            (s.waiting_rank(attained, waited, gpus), waited)
+            let age = s.age(now, submit, attained, gpus);
+            (s.waiting_rank(attained, waited, gpus), age)
         } else if self.las() {
             (self.queue_priority(attained), (now - submit).max(0.0))
         } else {

@@ -11,11 +11,15 @@
 //!   service: within a queue jobs do not overtake each other as their service grows, so running
 //!   jobs are not preempted by jobs that have received only slightly less (Tiresias' argument
 //!   against continuous LAS), and a round only changes priorities when a job crosses a threshold.
-//! - **wait** = the time the job has spent waiting (since submission, minus the time it ran):
-//!   the plan objective's aging term adds `aging` per GPU per hour waited, so a long-served job
-//!   that has waited `step / aging` hours is worth as much as a fresh one (with the defaults,
-//!   90 seconds: among waiting jobs, time waited soon decides the order, as first come, first
-//!   served does inside a Tiresias queue). This is the starvation guard.
+//! - **wait** = the job's age on [`ServiceObjective::age_clock`]: by default the time since
+//!   submission ([`AgeClock::Submission`]), else the time spent waiting (since submission,
+//!   minus the time it ran). The plan objective's aging term adds `aging` per GPU per hour, so
+//!   a long-served job `step / aging` hours older is worth as much as a fresh one (with the
+//!   defaults, 90 seconds: among waiting jobs, age soon decides the order: first come, first
+//!   served, as inside a Tiresias queue and in `las`). This is the starvation guard. Counting
+//!   the time since submission keeps that order fixed: two demoted long jobs do not take turns
+//!   (each turn costs the work since its last checkpoint and holds both to the end), the
+//!   older one finishes first.
 //! - **preemptible** running jobs (when preemption is on), at the priority of their own queue: the
 //!   MIP may preempt a job of a lower queue for one of a higher queue when the value gained
 //!   exceeds the victim's cost: `victim` times its value plus the work lost since its last
@@ -47,6 +51,26 @@ impl ReplayObjective {
     }
 }
 
+/// The clock of a waiting job's age, which the aging term values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgeClock {
+    /// Seconds since submission: within a queue, first come, first served.
+    #[default]
+    Submission,
+    /// Seconds spent waiting: since submission, less the time the job ran.
+    Waiting,
+}
+
+impl AgeClock {
+    /// The option's name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgeClock::Submission => "submission",
+            AgeClock::Waiting => "waiting",
+        }
+    }
+}
+
 /// The default queue threshold, GPU-seconds: 16 GPU-hours, the one threshold of the Tiresias
 /// policy in the Pollux artifact (`simulator/tiresias.py`, `_queue_threshold = 3600 * 16`).
 pub const DEFAULT_THRESHOLD: f64 = 57_600.0;
@@ -58,10 +82,12 @@ pub struct ServiceObjective {
     pub thresholds: Vec<f64>,
     /// Value per GPU one queue step takes off (the `priority` weight).
     pub step: f64,
-    /// Value per GPU added per hour waited (the `aging` weight).
+    /// Value per GPU added per hour of age (the `aging` weight; [`ServiceObjective::age_clock`]).
     pub aging: f64,
     /// Hours after which aging stops growing (`aging_cap_hours`).
     pub aging_cap_hours: f64,
+    /// The clock of the age the aging term values.
+    pub age_clock: AgeClock,
     /// Whether running jobs may be preempted by jobs of a higher queue.
     pub preempt: bool,
     /// Starvation limit: a job that has waited at least this many times as long as it ran
@@ -93,6 +119,7 @@ impl Default for ServiceObjective {
             step: 0.3,
             aging: 12.0,
             aging_cap_hours: 48.0,
+            age_clock: AgeClock::Submission,
             preempt: true,
             starve: None,
             size_classes: false,
@@ -154,16 +181,26 @@ impl ServiceObjective {
         (now - submit - ran).max(0.0)
     }
 
+    /// The age of a waiting job the aging term values, seconds: on [`ServiceObjective::age_clock`],
+    /// since submission or [`ServiceObjective::waited`].
+    pub fn age(&self, now: f64, submit: f64, attained: f64, gpus: f64) -> f64 {
+        match self.age_clock {
+            AgeClock::Submission => (now - submit).max(0.0),
+            AgeClock::Waiting => Self::waited(now, submit, attained, gpus),
+        }
+    }
+
     /// How a report names these settings.
     pub fn describe(&self) -> String {
         let t: Vec<String> = self.thresholds.iter().map(|t| format!("{t}")).collect();
         let w = self.weights();
         format!(
-            "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h, starvation \
-             limit {}, size classes {}, preemption {}, victim weight {})",
+            "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h ({} clock), \
+             starvation limit {}, size classes {}, preemption {}, victim weight {})",
             t.join(","),
             w["priority"],
             self.aging,
+            self.age_clock.as_str(),
             self.starve
                 .map_or("none".to_string(), |k| format!("{k}x run time")),
             if self.size_classes { "on" } else { "off" },
