@@ -154,71 +154,10 @@ pub struct AfterRound {
 impl AfterRound {
     /// The state after applying `a` to the cluster.
     pub fn new(inst: &Instance, before: &ClusterState, a: &Assignment) -> Self {
-        let mut holders: Vec<Vec<Holder>> = before
-            .gpus
-            .iter()
-            .map(|node| {
-                node.iter()
-                    .map(|u| match u {
-                        GpuUse::Down => Holder::Down,
-                        GpuUse::Free => Holder::Free,
-                        GpuUse::Whole(k) if a.preempted.contains(k) => Holder::Free,
-                        GpuUse::Whole(k) => Holder::Running(*k),
-                        GpuUse::Shared { .. } => Holder::Shared,
-                    })
-                    .collect()
-            })
-            .collect();
-        let mut milli: BTreeMap<(usize, u32), u32> = BTreeMap::new();
-        for (n, node) in before.gpus.iter().enumerate() {
-            for (g, u) in node.iter().enumerate() {
-                if let GpuUse::Shared { jobs, .. } = u {
-                    let kept: u32 = jobs
-                        .iter()
-                        .filter(|k| !a.preempted.contains(k))
-                        .map(|&k| inst.running[k].gpu_milli.unwrap_or(0))
-                        .sum();
-                    milli.insert((n, g as u32), kept);
-                }
-            }
-        }
-        let mut cpu_free = before.cpu_free.clone();
-        let mut mem_free = before.mem_free.clone();
-        for &k in &a.preempted {
-            let r = &inst.running[k];
-            for (n, idx) in &r.gpus {
-                let on = idx.len() as u32;
-                if let Some(c) = cpu_free[*n].as_mut() {
-                    *c += resource_share(r.cpu_milli, on, r.gpu_count()) as i64;
-                }
-                if let Some(m) = mem_free[*n].as_mut() {
-                    *m += resource_share(r.memory_mib, on, r.gpu_count()) as i64;
-                }
-            }
-        }
-        for (&j, set) in &a.placed {
-            let job = &inst.pending[j];
-            for (&n, idx) in set {
-                let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
-                if let Some(c) = cpu_free[n].as_mut() {
-                    *c -= resource_share(job.cpu_milli, on.max(1), job.gpus.max(1)) as i64;
-                }
-                if let Some(m) = mem_free[n].as_mut() {
-                    *m -= resource_share(job.memory_mib, on.max(1), job.gpus.max(1)) as i64;
-                }
-                for &g in idx {
-                    let Some(h) = holders.get_mut(n).and_then(|h| h.get_mut(g as usize)) else {
-                        continue;
-                    };
-                    if let Some(mj) = job.gpu_milli {
-                        *milli.entry((n, g)).or_insert(0) += mj;
-                        *h = Holder::Shared;
-                    } else {
-                        *h = Holder::Placed(j);
-                    }
-                }
-            }
-        }
+        let mut holders = holders_after_preemption(before, a);
+        let mut milli = kept_sharer_milli(inst, before, a);
+        let (cpu_free, mem_free) = cpu_and_memory_after(inst, before, a);
+        give_placed_gpus(inst, a, &mut holders, &mut milli);
         let free = holders
             .iter()
             .map(|h| h.iter().filter(|x| **x == Holder::Free).count() as u32)
@@ -238,6 +177,110 @@ impl AfterRound {
             cpu_free,
             mem_free,
             share_room,
+        }
+    }
+}
+
+/// Who holds each GPU once the preempted jobs are gone (a preempted whole holder's GPUs are
+/// free; a shared GPU stays shared).
+fn holders_after_preemption(before: &ClusterState, a: &Assignment) -> Vec<Vec<Holder>> {
+    before
+        .gpus
+        .iter()
+        .map(|node| {
+            node.iter()
+                .map(|u| match u {
+                    GpuUse::Down => Holder::Down,
+                    GpuUse::Free => Holder::Free,
+                    GpuUse::Whole(k) if a.preempted.contains(k) => Holder::Free,
+                    GpuUse::Whole(k) => Holder::Running(*k),
+                    GpuUse::Shared { .. } => Holder::Shared,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Milli of the kept running sharers on every GPU shared before the round.
+fn kept_sharer_milli(
+    inst: &Instance,
+    before: &ClusterState,
+    a: &Assignment,
+) -> BTreeMap<(usize, u32), u32> {
+    let mut milli = BTreeMap::new();
+    for (n, node) in before.gpus.iter().enumerate() {
+        for (g, u) in node.iter().enumerate() {
+            if let GpuUse::Shared { jobs, .. } = u {
+                let kept: u32 = jobs
+                    .iter()
+                    .filter(|k| !a.preempted.contains(k))
+                    .map(|&k| inst.running[k].gpu_milli.unwrap_or(0))
+                    .sum();
+                milli.insert((n, g as u32), kept);
+            }
+        }
+    }
+    milli
+}
+
+/// CPU and memory left per node after the round: what the preempted jobs free, less what
+/// the placed jobs take (`None`: unlimited).
+fn cpu_and_memory_after(
+    inst: &Instance,
+    before: &ClusterState,
+    a: &Assignment,
+) -> (Vec<Option<i64>>, Vec<Option<i64>>) {
+    let mut cpu_free = before.cpu_free.clone();
+    let mut mem_free = before.mem_free.clone();
+    for &k in &a.preempted {
+        let r = &inst.running[k];
+        for (n, idx) in &r.gpus {
+            let on = idx.len() as u32;
+            if let Some(c) = cpu_free[*n].as_mut() {
+                *c += resource_share(r.cpu_milli, on, r.gpu_count()) as i64;
+            }
+            if let Some(m) = mem_free[*n].as_mut() {
+                *m += resource_share(r.memory_mib, on, r.gpu_count()) as i64;
+            }
+        }
+    }
+    for (&j, set) in &a.placed {
+        let job = &inst.pending[j];
+        for (&n, idx) in set {
+            let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
+            if let Some(c) = cpu_free[n].as_mut() {
+                *c -= resource_share(job.cpu_milli, on.max(1), job.gpus.max(1)) as i64;
+            }
+            if let Some(m) = mem_free[n].as_mut() {
+                *m -= resource_share(job.memory_mib, on.max(1), job.gpus.max(1)) as i64;
+            }
+        }
+    }
+    (cpu_free, mem_free)
+}
+
+/// The placed jobs' GPUs: a sharer adds its milli and makes the GPU shared, a whole job holds
+/// it.
+fn give_placed_gpus(
+    inst: &Instance,
+    a: &Assignment,
+    holders: &mut [Vec<Holder>],
+    milli: &mut BTreeMap<(usize, u32), u32>,
+) {
+    for (&j, set) in &a.placed {
+        let job = &inst.pending[j];
+        for (&n, idx) in set {
+            for &g in idx {
+                let Some(h) = holders.get_mut(n).and_then(|h| h.get_mut(g as usize)) else {
+                    continue;
+                };
+                if let Some(mj) = job.gpu_milli {
+                    *milli.entry((n, g)).or_insert(0) += mj;
+                    *h = Holder::Shared;
+                } else {
+                    *h = Holder::Placed(j);
+                }
+            }
         }
     }
 }
@@ -366,6 +409,24 @@ fn fit(inst: &Instance, job: &PendingJob, doms: &Domains, cap: &[u32]) -> Result
             best_sum = Some((sum, nodes[0]));
         }
     }
+    Err(shape_miss(
+        inst, job, level, limit, best_sum, best_per, best_top,
+    ))
+}
+
+/// Why the shape fits no domain, from the best of them: the most GPUs in one domain
+/// (`best_sum`), the most nodes with `gpus_per_node` GPUs (`best_per`), each with a node of
+/// that domain to name it, and the most GPUs on `limit` nodes (`best_top`).
+fn shape_miss(
+    inst: &Instance,
+    job: &PendingJob,
+    level: Option<Locality>,
+    limit: usize,
+    best_sum: Option<(u32, usize)>,
+    best_per: Option<(u32, usize)>,
+    best_top: u32,
+) -> Miss {
+    let g = job.gpus;
     let name = |b: Option<(u32, usize)>| -> (u32, String) {
         match (b, level) {
             (Some((v, n)), Some(l)) => (v, domain_name(inst, n, l)),
@@ -377,122 +438,145 @@ fn fit(inst: &Instance, job: &PendingJob, doms: &Domains, cap: &[u32]) -> Result
     let best_per = name(best_per);
     if let Some(l) = level {
         if best_sum.0 < g {
-            return Err(Miss::Domain {
+            return Miss::Domain {
                 level: l,
                 best: best_sum.0,
                 name: best_sum.1,
-            });
+            };
         }
     }
     match job.gpus_per_node {
-        Some(per) => Err(Miss::PerNode {
+        Some(per) => Miss::PerNode {
             per,
             need: g / per.max(1),
             have: best_per.0,
             domain: level
                 .filter(|l| *l != Locality::Node)
                 .map(|l| (l, best_per.1)),
-        }),
-        None => Err(Miss::MaxNodes {
+        },
+        None => Miss::MaxNodes {
             limit: limit as u32,
             best: best_top,
-        }),
+        },
     }
 }
 
 /// The sentence for a miss; `word` is `usable` or `free`.
 fn miss_text(inst: &Instance, job: &PendingJob, miss: &Miss, word: &str) -> (String, Binding) {
-    let g = job.gpus;
-    let tw = type_words(job);
     match miss {
-        Miss::NoType => {
-            let mut types: Vec<&str> = inst.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
-            types.sort_unstable();
-            types.dedup();
-            let wanted = job.gpu_types.clone().unwrap_or_default().join(" or ");
-            (
-                format!(
-                    "needs {wanted}; no node has {wanted} (GPU types here: {})",
-                    types.join(", ")
-                ),
-                Binding::GpuType,
-            )
-        }
-        Miss::Total { have } => (
-            if word == "usable" {
-                format!(
-                    "needs {g} {tw}{}; the cluster has only {have} usable",
-                    gpu_word(g)
-                )
-            } else {
-                format!(
-                    "needs {g} {tw}{}; {have} {} free after this round",
-                    gpu_word(g),
-                    if *have == 1 { "is" } else { "are" }
-                )
-            },
-            Binding::Capacity,
+        Miss::NoType => (no_type_text(inst, job), Binding::GpuType),
+        Miss::Total { have } => (total_text(job, *have, word), Binding::Capacity),
+        Miss::Domain { level, best, name } => (
+            domain_text(job, *level, *best, name, word),
+            Binding::Locality,
         ),
-        Miss::Domain { level, best, name } => {
-            let at = if name.is_empty() {
-                String::new()
-            } else {
-                format!(" ({name})")
-            };
-            let l = level.as_str();
-            (
-                format!(
-                    "needs {g} {tw}{} within one {l}; the most {word} in any {l} is {best}{at}",
-                    gpu_word(g)
-                ),
-                Binding::Locality,
-            )
-        }
         Miss::PerNode {
             per,
             need,
             have,
             domain,
-        } => {
-            let within = match domain {
-                Some((l, name)) if !name.is_empty() => {
-                    format!(
-                        " within one {}; the best {} ({name}) has {have}",
-                        l.as_str(),
-                        l.as_str()
-                    )
-                }
-                Some((l, _)) => format!(" within one {}; the best has {have}", l.as_str()),
-                None => format!(
-                    "; {have} {} that many",
-                    if *have == 1 { "has" } else { "have" }
-                ),
-            };
-            (
-                format!(
-                    "needs {need} {} with {per} {word} {tw}{}{}{within}",
-                    if *need == 1 { "node" } else { "nodes" },
-                    gpu_word(*per),
-                    if *need == 1 { "" } else { " each" }
-                ),
-                Binding::GpusPerNode,
-            )
-        }
+        } => (
+            per_node_text(job, *per, *need, *have, domain.as_ref(), word),
+            Binding::GpusPerNode,
+        ),
         Miss::MaxNodes { limit, best } => {
-            let nodes = if *limit == 1 {
-                "one node has".to_string()
-            } else {
-                format!("{limit} nodes have")
-            };
-            (
-                format!(
-                    "max_nodes {limit}, but no {nodes} {g} {word} {tw}{} (at most {best})",
-                    gpu_word(g)
-                ),
-                Binding::MaxNodes,
-            )
+            (max_nodes_text(job, *limit, *best, word), Binding::MaxNodes)
         }
     }
+}
+
+/// [`Miss::NoType`]: no node has a GPU type the job accepts.
+fn no_type_text(inst: &Instance, job: &PendingJob) -> String {
+    let mut types: Vec<&str> = inst.nodes.iter().map(|n| n.gpu_type.as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let wanted = job.gpu_types.clone().unwrap_or_default().join(" or ");
+    format!(
+        "needs {wanted}; no node has {wanted} (GPU types here: {})",
+        types.join(", ")
+    )
+}
+
+/// [`Miss::Total`]: fewer GPUs of its type than the job needs (`have` usable, or free).
+fn total_text(job: &PendingJob, have: u32, word: &str) -> String {
+    let g = job.gpus;
+    let tw = type_words(job);
+    if word == "usable" {
+        format!(
+            "needs {g} {tw}{}; the cluster has only {have} usable",
+            gpu_word(g)
+        )
+    } else {
+        format!(
+            "needs {g} {tw}{}; {have} {} free after this round",
+            gpu_word(g),
+            if have == 1 { "is" } else { "are" }
+        )
+    }
+}
+
+/// [`Miss::Domain`]: no domain of its `within` level has enough GPUs.
+fn domain_text(job: &PendingJob, level: Locality, best: u32, name: &str, word: &str) -> String {
+    let g = job.gpus;
+    let tw = type_words(job);
+    let at = if name.is_empty() {
+        String::new()
+    } else {
+        format!(" ({name})")
+    };
+    let l = level.as_str();
+    format!(
+        "needs {g} {tw}{} within one {l}; the most {word} in any {l} is {best}{at}",
+        gpu_word(g)
+    )
+}
+
+/// [`Miss::PerNode`]: too few nodes (in one domain, when it must stay within one) have
+/// `gpus_per_node` GPUs.
+fn per_node_text(
+    job: &PendingJob,
+    per: u32,
+    need: u32,
+    have: u32,
+    domain: Option<&(Locality, String)>,
+    word: &str,
+) -> String {
+    let tw = type_words(job);
+    let within = match domain {
+        Some((l, name)) if !name.is_empty() => {
+            format!(
+                " within one {}; the best {} ({name}) has {have}",
+                l.as_str(),
+                l.as_str()
+            )
+        }
+        Some((l, _)) => format!(" within one {}; the best has {have}", l.as_str()),
+        None => format!(
+            "; {have} {} that many",
+            if have == 1 { "has" } else { "have" }
+        ),
+    };
+    format!(
+        "needs {need} {} with {per} {word} {tw}{}{}{within}",
+        if need == 1 { "node" } else { "nodes" },
+        gpu_word(per),
+        if need == 1 { "" } else { " each" }
+    )
+}
+
+/// [`Miss::MaxNodes`]: no `max_nodes` nodes together have the job's GPUs.
+fn max_nodes_text(job: &PendingJob, limit: u32, best: u32, word: &str) -> String {
+    let g = job.gpus;
+    let tw = type_words(job);
+    let nodes = if limit == 1 {
+        "one node has".to_string()
+    } else {
+        format!("{limit} nodes have")
+    };
+    format!(
+        "max_nodes {limit}, but no {nodes} {g} {word} {tw}{} (at most {best})",
+        gpu_word(g)
+    )
 }
 
 fn usable(inst: &Instance, n: usize) -> u32 {
@@ -606,32 +690,14 @@ fn list(names: &[String]) -> String {
     }
 }
 
-/// The reason pending job `j` waits after the round described by `after`.
+/// The reason pending job `j` waits after the round described by `after`. In turn: a quota
+/// the job alone exceeds, CPU-only jobs and sharers (their own rules), a shape no usable GPUs
+/// fit, CPU or memory no node has, then (the job fits the usable GPUs) whether it fits the
+/// free ones, and if not what blocks it (see [`blocked_reason`]).
 pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
     let job = &inst.pending[j];
-    let fixed = |text: String, binding| Reason {
-        text,
-        resolvable: false,
-        binding,
-    };
-    let waiting = |text: String, binding| Reason {
-        text,
-        resolvable: true,
-        binding,
-    };
-    let tenant = &inst.tenants[job.tenant];
-    let need = job.gpu_equivalent();
-    if let Some(q) = tenant.quota {
-        if need > q as f64 + 1e-9 {
-            return fixed(
-                format!(
-                    "tenant {}'s quota is {q} GPUs; this job alone needs {}",
-                    tenant.name,
-                    fmt_gpus(need)
-                ),
-                Binding::Quota,
-            );
-        }
+    if let Some(r) = quota_alone(inst, job) {
+        return r;
     }
     if job.gpus == 0 {
         return cpu_only_reason(inst, after, job);
@@ -643,131 +709,224 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
     let doms = Domains::new(inst, job);
     if let Err(miss) = fit(inst, job, &doms, &all) {
         let (text, b) = miss_text(inst, job, &miss, "usable");
-        return fixed(text, b);
+        return unresolvable(text, b);
     }
     if let Some(text) = resources_never_fit(inst, job) {
-        return fixed(text, Binding::Resources);
+        return unresolvable(text, Binding::Resources);
     }
     let quota_text = quota_after(inst, after, job);
     let free = after.free.clone();
     let Err(miss) = fit(inst, job, &doms, &free) else {
-        if let Some(text) = quota_text {
-            return waiting(text, Binding::Quota);
-        }
-        let free_total: u32 = (0..inst.nodes.len())
-            .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-            .map(|n| free[n])
-            .sum();
-        return waiting(
-            format!(
-                "{free_total} {}GPUs are free after this round and its shape fits them, but no placement has room for its CPU or memory, or starting it would lower the round's objective (higher-value jobs, spread or fairness costs)",
-                type_words(job)
-            ),
-            Binding::Objective,
-        );
+        return fits_free_reason(inst, job, &free, quota_text);
     };
     let (head, binding) = miss_text(inst, job, &miss, "free");
     let head = match &quota_text {
         Some(q) => format!("{head}; also, {q}"),
         None => head,
     };
-    // Running jobs this job may preempt, and the others.
+    blocked_reason(inst, after, job, &doms, free, head, binding)
+}
+
+/// A reason no state of this cluster resolves.
+fn unresolvable(text: String, binding: Binding) -> Reason {
+    Reason {
+        text,
+        resolvable: false,
+        binding,
+    }
+}
+
+/// A reason another state of the cluster could resolve.
+fn unschedulable(text: String, binding: Binding) -> Reason {
+    Reason {
+        text,
+        resolvable: true,
+        binding,
+    }
+}
+
+/// The tenant's quota, when the job alone needs more.
+fn quota_alone(inst: &Instance, job: &PendingJob) -> Option<Reason> {
+    let tenant = &inst.tenants[job.tenant];
+    let need = job.gpu_equivalent();
+    let q = tenant.quota?;
+    (need > q as f64 + 1e-9).then(|| {
+        unresolvable(
+            format!(
+                "tenant {}'s quota is {q} GPUs; this job alone needs {}",
+                tenant.name,
+                fmt_gpus(need)
+            ),
+            Binding::Quota,
+        )
+    })
+}
+
+/// A job whose shape fits the GPUs free after the round: its tenant's quota, or else CPU,
+/// memory or the round's objective.
+fn fits_free_reason(
+    inst: &Instance,
+    job: &PendingJob,
+    free: &[u32],
+    quota_text: Option<String>,
+) -> Reason {
+    if let Some(text) = quota_text {
+        return unschedulable(text, Binding::Quota);
+    }
+    let free_total: u32 = (0..inst.nodes.len())
+        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+        .map(|n| free[n])
+        .sum();
+    unschedulable(
+        format!(
+            "{free_total} {}GPUs are free after this round and its shape fits them, but no placement has room for its CPU or memory, or starting it would lower the round's objective (higher-value jobs, spread or fairness costs)",
+            type_words(job)
+        ),
+        Binding::Objective,
+    )
+}
+
+/// A job and the whole GPUs it holds per node.
+type Holding<'a> = (usize, &'a [(usize, u32)]);
+
+/// Why a job whose shape does not fit the `free` GPUs waits; `head` says what it misses. The
+/// smallest set that would make room is sought, in turn, among the running jobs it may
+/// preempt (the objective judged it not worth it), then, with those freed, the running jobs it
+/// may not preempt, then, with those freed too, the jobs started this round (competition).
+/// When none does, `head` alone.
+fn blocked_reason(
+    inst: &Instance,
+    after: &AfterRound,
+    job: &PendingJob,
+    doms: &Domains,
+    free: Vec<u32>,
+    head: String,
+    binding: Binding,
+) -> Reason {
     let running = &after.running_holdings;
     let may = |k: usize| {
         let r = &inst.running[k];
         inst.policy.preemption && r.preemptible && r.priority < job.priority
     };
-    let allowed: Vec<(usize, &[(usize, u32)])> = running
+    let allowed: Vec<Holding> = running
         .iter()
         .filter(|(k, _)| may(**k))
         .map(|(k, v)| (*k, v.as_slice()))
         .collect();
-    let mut cap = free.clone();
-    if let Some(set) = minimal_set(inst, job, &doms, &cap, &allowed) {
-        let names: Vec<String> = set
-            .iter()
-            .map(|&i| {
-                let (k, on) = &allowed[i];
-                format!(
-                    "{} ({})",
-                    job_name(&inst.running[*k].id),
-                    where_text(inst, on)
-                )
-            })
-            .collect();
-        return waiting(
+    let mut cap = free;
+    if let Some(set) = minimal_set(inst, job, doms, &cap, &allowed) {
+        return unschedulable(
             format!(
                 "{head}; preempting {} would make room, but the round's objective judged it not worth the cost",
-                list(&names)
+                list(&preemptible_names(inst, &allowed, &set))
             ),
             binding,
         );
     }
-    for (_, on) in &allowed {
-        for &(n, k) in *on {
-            cap[n] += k;
-        }
-    }
-    let others: Vec<(usize, &[(usize, u32)])> = running
+    add_holdings(&mut cap, &allowed);
+    let others: Vec<Holding> = running
         .iter()
         .filter(|(k, _)| !may(**k))
         .map(|(k, v)| (*k, v.as_slice()))
         .collect();
-    if let Some(set) = minimal_set(inst, job, &doms, &cap, &others) {
-        let names: Vec<String> = set
-            .iter()
-            .map(|&i| {
-                let (k, on) = &others[i];
-                let r = &inst.running[*k];
-                let why = if !r.preemptible {
-                    "not preemptible".to_string()
-                } else if !inst.policy.preemption {
-                    "not preemptible this round (policy.preemption is off)".to_string()
-                } else {
-                    format!("priority {} is not below its {}", r.priority, job.priority)
-                };
-                format!("{} ({}; {why})", job_name(&r.id), where_text(inst, on))
-            })
-            .collect();
+    if let Some(set) = minimal_set(inst, job, doms, &cap, &others) {
         let verb = if allowed.is_empty() {
             "would need to preempt"
         } else {
             "even with preemption, would need to preempt"
         };
-        return waiting(
-            format!("{head}; {verb} {}", list(&names)),
+        return unschedulable(
+            format!(
+                "{head}; {verb} {}",
+                list(&unpreemptible_names(inst, job, &others, &set))
+            ),
             Binding::Preemption,
         );
     }
-    for (_, on) in &others {
-        for &(n, k) in *on {
-            cap[n] += k;
-        }
-    }
-    let placed: Vec<(usize, &[(usize, u32)])> = after
+    add_holdings(&mut cap, &others);
+    let placed: Vec<Holding> = after
         .placed_holdings
         .iter()
         .map(|(k, v)| (*k, v.as_slice()))
         .collect();
-    if let Some(set) = minimal_set(inst, job, &doms, &cap, &placed) {
-        let names: Vec<String> = set
-            .iter()
-            .map(|&i| job_name(&inst.pending[placed[i].0].id))
-            .collect();
-        let blocked = if others.is_empty() {
-            String::new()
-        } else {
-            " and running jobs it may not preempt".to_string()
-        };
-        return waiting(
-            format!(
-                "{head}; the GPUs it needs went to {} (started this round, worth more to the round's objective){blocked}",
-                list(&names)
-            ),
-            Binding::Competition,
-        );
+    if let Some(set) = minimal_set(inst, job, doms, &cap, &placed) {
+        return competition_reason(inst, &placed, &set, !others.is_empty(), head);
     }
-    waiting(head, binding)
+    unschedulable(head, binding)
+}
+
+/// Add the GPUs of `jobs` to per-node capacities `cap`.
+fn add_holdings(cap: &mut [u32], jobs: &[Holding]) {
+    for (_, on) in jobs {
+        for &(n, k) in *on {
+            cap[n] += k;
+        }
+    }
+}
+
+/// The running jobs `set` (indices into `allowed`) by name, with where they hold GPUs.
+fn preemptible_names(inst: &Instance, allowed: &[Holding], set: &[usize]) -> Vec<String> {
+    set.iter()
+        .map(|&i| {
+            let (k, on) = &allowed[i];
+            format!(
+                "{} ({})",
+                job_name(&inst.running[*k].id),
+                where_text(inst, on)
+            )
+        })
+        .collect()
+}
+
+/// The running jobs `set` (indices into `others`) by name, with where they hold GPUs and why
+/// the job may not preempt them.
+fn unpreemptible_names(
+    inst: &Instance,
+    job: &PendingJob,
+    others: &[Holding],
+    set: &[usize],
+) -> Vec<String> {
+    set.iter()
+        .map(|&i| {
+            let (k, on) = &others[i];
+            let r = &inst.running[*k];
+            let why = if !r.preemptible {
+                "not preemptible".to_string()
+            } else if !inst.policy.preemption {
+                "not preemptible this round (policy.preemption is off)".to_string()
+            } else {
+                format!("priority {} is not below its {}", r.priority, job.priority)
+            };
+            format!("{} ({}; {why})", job_name(&r.id), where_text(inst, on))
+        })
+        .collect()
+}
+
+/// The GPUs the job needs went to the jobs `set` (indices into `placed`) started this round
+/// (`blocked`: and to running jobs it may not preempt).
+fn competition_reason(
+    inst: &Instance,
+    placed: &[Holding],
+    set: &[usize],
+    blocked: bool,
+    head: String,
+) -> Reason {
+    let names: Vec<String> = set
+        .iter()
+        .map(|&i| job_name(&inst.pending[placed[i].0].id))
+        .collect();
+    let blocked = if blocked {
+        " and running jobs it may not preempt".to_string()
+    } else {
+        String::new()
+    };
+    unschedulable(
+        format!(
+            "{head}; the GPUs it needs went to {} (started this round, worth more to the round's objective){blocked}",
+            list(&names)
+        ),
+        Binding::Competition,
+    )
 }
 
 fn fmt_gpus(x: f64) -> String {

@@ -5,9 +5,10 @@ use super::output::{gpus_phrase, job_name};
 use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
 use super::types::*;
 use crate::assignment::Assignment;
-use crate::instance::Instance;
+use crate::instance::{Instance, Locality};
 use crate::state::ClusterState;
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// Render an assignment. `solver` is filled by the caller.
@@ -26,8 +27,35 @@ pub fn render_plan_until(
     reasons_until: Option<Instant>,
 ) -> Plan {
     let before = ClusterState::new(inst);
-    let placements: Vec<Placement> = a
-        .placed
+    let placements = placements(inst, a);
+    let preemptions = a
+        .preempted
+        .iter()
+        .map(|&k| preemption(inst, a, k))
+        .collect();
+    let after = AfterRound::new(inst, &before, a);
+    let waiting: Vec<usize> = (0..inst.pending.len())
+        .filter(|j| !a.placed.contains_key(j))
+        .collect();
+    let reasons = reasons_by_shape(inst, &after, &waiting, reasons_until);
+    let reservation = plan_reservation(inst, a);
+    let pending = pending_entries(inst, waiting, &reasons, reservation.as_ref());
+    note_unexplained(&mut solver, &pending);
+    Plan {
+        format: PLAN_FORMAT.to_string(),
+        status,
+        solver,
+        metrics: metrics(inst, &before, &after, a, &placements, &pending),
+        placements,
+        preemptions,
+        pending,
+        reservation,
+    }
+}
+
+/// The placed jobs, by name: each one's GPUs per node name.
+fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
+    a.placed
         .iter()
         .map(|(&j, set)| Placement {
             job: inst.pending[j].id.clone(),
@@ -37,86 +65,110 @@ pub fn render_plan_until(
                 .collect(),
             gpu_milli: inst.pending[j].gpu_milli,
         })
-        .collect();
-    let preemptions = a
-        .preempted
+        .collect()
+}
+
+/// Running job k preempted, with what it frees and for whom: `frees 4 GPUs on n1 for a, b`
+/// (the placed jobs given any of its GPUs), or `for higher-priority work` when none is.
+fn preemption(inst: &Instance, a: &Assignment, k: usize) -> Preemption {
+    let r = &inst.running[k];
+    let takers: Vec<String> = a
+        .placed
         .iter()
-        .map(|&k| {
-            let r = &inst.running[k];
-            let takers: Vec<String> = a
-                .placed
-                .iter()
-                .filter(|(_, set)| {
-                    r.gpus.iter().any(|(n, idx)| {
-                        set.get(n)
-                            .is_some_and(|s| s.iter().any(|g| idx.contains(g)))
-                    })
-                })
-                .map(|(&j, _)| job_name(&inst.pending[j].id))
-                .collect();
-            let where_: Vec<String> = r
-                .gpus
-                .iter()
-                .map(|(n, idx)| {
-                    format!(
-                        "{} on {}",
-                        gpus_phrase(idx.len() as u32),
-                        inst.nodes[*n].name
-                    )
-                })
-                .collect();
-            let reason = if takers.is_empty() {
-                format!("frees {} for higher-priority work", where_.join(", "))
-            } else {
-                format!("frees {} for {}", where_.join(", "), takers.join(", "))
-            };
-            Preemption {
-                job: r.id.clone(),
-                reason,
-            }
+        .filter(|(_, set)| {
+            r.gpus.iter().any(|(n, idx)| {
+                set.get(n)
+                    .is_some_and(|s| s.iter().any(|g| idx.contains(g)))
+            })
+        })
+        .map(|(&j, _)| job_name(&inst.pending[j].id))
+        .collect();
+    let where_: Vec<String> = r
+        .gpus
+        .iter()
+        .map(|(n, idx)| {
+            format!(
+                "{} on {}",
+                gpus_phrase(idx.len() as u32),
+                inst.nodes[*n].name
+            )
         })
         .collect();
-    let after = AfterRound::new(inst, &before, a);
-    // Jobs of one shape, tenant and priority wait for the same reason: compute it once per
-    // shape (the shapes in parallel; the result does not depend on the order).
-    let shape = |j: usize| {
-        let p = &inst.pending[j];
-        (
-            p.gpu_types.clone(),
-            p.gpus,
-            p.within,
-            p.max_nodes,
-            p.gpus_per_node,
-            p.gpu_milli,
-            p.cpu_milli,
-            p.memory_mib,
-            p.tenant,
-            p.priority,
-        )
+    let reason = if takers.is_empty() {
+        format!("frees {} for higher-priority work", where_.join(", "))
+    } else {
+        format!("frees {} for {}", where_.join(", "), takers.join(", "))
     };
-    let waiting: Vec<usize> = (0..inst.pending.len())
-        .filter(|j| !a.placed.contains_key(j))
-        .collect();
-    let mut first_of_shape = std::collections::BTreeMap::new();
-    for &j in &waiting {
-        first_of_shape.entry(shape(j)).or_insert(j);
+    Preemption {
+        job: r.id.clone(),
+        reason,
+    }
+}
+
+/// What decides why a waiting job waits: its shape, tenant and priority.
+type Shape = (
+    Option<Vec<String>>,
+    u32,
+    Option<Locality>,
+    Option<u32>,
+    Option<u32>,
+    Option<u32>,
+    u64,
+    u64,
+    usize,
+    i64,
+);
+
+/// Pending job j's [`Shape`].
+fn shape(inst: &Instance, j: usize) -> Shape {
+    let p = &inst.pending[j];
+    (
+        p.gpu_types.clone(),
+        p.gpus,
+        p.within,
+        p.max_nodes,
+        p.gpus_per_node,
+        p.gpu_milli,
+        p.cpu_milli,
+        p.memory_mib,
+        p.tenant,
+        p.priority,
+    )
+}
+
+/// The reason of every waiting shape. Jobs of one shape, tenant and priority wait for the same
+/// reason: it is computed once per shape, for the first waiting job of the shape (the shapes
+/// in parallel; the result does not depend on the order). Shapes not reached by
+/// `reasons_until` get [`Reason::unexplained`].
+fn reasons_by_shape(
+    inst: &Instance,
+    after: &AfterRound,
+    waiting: &[usize],
+    reasons_until: Option<Instant>,
+) -> BTreeMap<Shape, Reason> {
+    let mut first_of_shape = BTreeMap::new();
+    for &j in waiting {
+        first_of_shape.entry(shape(inst, j)).or_insert(j);
     }
     let mut representatives: Vec<(_, usize)> = first_of_shape.into_iter().collect();
     representatives.sort_by_key(|&(_, j)| j);
     let in_time = || reasons_until.is_none_or(|t| Instant::now() < t);
-    let seen: std::collections::BTreeMap<_, Reason> = representatives
+    representatives
         .into_par_iter()
         .map(|(key, j)| {
             let r = if in_time() {
-                reason(inst, &after, j)
+                reason(inst, after, j)
             } else {
                 Reason::unexplained()
             };
             (key, r)
         })
-        .collect();
-    let reservation = inst
-        .reservation
+        .collect()
+}
+
+/// The round's reservation, by names, unless its job is placed.
+fn plan_reservation(inst: &Instance, a: &Assignment) -> Option<PlanReservation> {
+    inst.reservation
         .as_ref()
         .filter(|r| !a.placed.contains_key(&r.job))
         .map(|r| PlanReservation {
@@ -127,13 +179,23 @@ pub fn render_plan_until(
                 .iter()
                 .map(|&n| inst.nodes[n].name.clone())
                 .collect(),
-        });
-    let pending: Vec<PendingEntry> = waiting
+        })
+}
+
+/// The waiting jobs, in pending order, each with its shape's reason and what the reservation
+/// means for it.
+fn pending_entries(
+    inst: &Instance,
+    waiting: Vec<usize>,
+    reasons: &BTreeMap<Shape, Reason>,
+    reservation: Option<&PlanReservation>,
+) -> Vec<PendingEntry> {
+    waiting
         .into_iter()
         .map(|j| {
-            let r = &seen[&shape(j)];
+            let r = &reasons[&shape(inst, j)];
             let mut reason = r.text.clone();
-            if let Some(said) = reservation_note(inst, reservation.as_ref(), j) {
+            if let Some(said) = reservation_note(inst, reservation, j) {
                 reason = format!("{reason}; {said}");
             }
             PendingEntry {
@@ -142,7 +204,11 @@ pub fn render_plan_until(
                 reason,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Add to the solver note how many waiting jobs the time limit left unexplained, if any.
+fn note_unexplained(solver: &mut SolverInfo, pending: &[PendingEntry]) {
     let unexplained = pending
         .iter()
         .filter(|e| e.kind.as_deref() == Some(UNEXPLAINED))
@@ -158,30 +224,28 @@ pub fn render_plan_until(
             None => said,
         });
     }
+}
+
+/// The round's metrics. Busy after the round = usable GPUs not free whole after it (shared
+/// GPUs count busy).
+fn metrics(
+    inst: &Instance,
+    before: &ClusterState,
+    after: &AfterRound,
+    a: &Assignment,
+    placements: &[Placement],
+    pending: &[PendingEntry],
+) -> Metrics {
     let usable = inst.gpus_usable();
     let free_after_total: u32 = after.free.iter().sum();
-    let down = inst.gpus_total() - usable;
-    let busy_after = {
-        // Busy = usable GPUs not free whole after the round (shared GPUs count busy).
-        usable - free_after_total.min(usable)
-    };
-    Plan {
-        format: PLAN_FORMAT.to_string(),
-        status,
-        solver,
-        metrics: Metrics {
-            gpus_total: inst.gpus_total(),
-            gpus_busy_before: before.busy_count(),
-            gpus_busy_after: busy_after,
-            gpus_down: down,
-            jobs_placed: placements.len() as u32,
-            jobs_pending: pending.len() as u32,
-            jobs_preempted: a.preempted.len() as u32,
-        },
-        placements,
-        preemptions,
-        pending,
-        reservation,
+    Metrics {
+        gpus_total: inst.gpus_total(),
+        gpus_busy_before: before.busy_count(),
+        gpus_busy_after: usable - free_after_total.min(usable),
+        gpus_down: inst.gpus_total() - usable,
+        jobs_placed: placements.len() as u32,
+        jobs_pending: pending.len() as u32,
+        jobs_preempted: a.preempted.len() as u32,
     }
 }
 

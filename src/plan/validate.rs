@@ -11,9 +11,9 @@
 //! jobs whose time limit ends them by the reservation's start only. Rule 8 (determinism) is a
 //! property of planners, checked by the tests.
 
-use super::types::{Plan, PLAN_FORMAT};
+use super::types::{Placement, Plan, PLAN_FORMAT};
 use crate::error::{Error, Result};
-use crate::instance::{Instance, Locality};
+use crate::instance::{Instance, Locality, PendingJob};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Check a plan; `Err(InvalidPlan)` lists every violation.
@@ -42,18 +42,47 @@ fn milli_text(m: Option<u32>) -> String {
     m.map_or("none (whole GPUs)".to_string(), |m| m.to_string())
 }
 
-/// Every violation, in words.
+/// Every violation, in words, in rule order: the format, rule 0, the preemption list (rule 5),
+/// then each placement (rules 1-5 and 9), then the shared GPUs (rule 3), the victims (rule 5),
+/// quotas (rule 6) and CPU and memory (rule 7). Tests and tools compare these lines.
 pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
+    check_format(plan, &mut out);
+    let (pending_ix, running_ix) = inst.job_indices();
+    check_coverage(inst, plan, &pending_ix, &mut out);
+    let preempted = check_preemption_list(inst, plan, &running_ix, &mut out);
+    let mut tally = Tally::before_round(inst, &preempted);
+    for p in &plan.placements {
+        let Some(&j) = pending_ix.get(p.job.as_str()) else {
+            continue;
+        };
+        check_placement(inst, &inst.pending[j], p, &mut tally, &mut out);
+    }
+    check_shared_gpus(inst, &tally.gpus, &mut out);
+    check_victims(inst, plan, &pending_ix, &preempted, &tally.gpus, &mut out);
+    check_quotas(inst, &tally.tenants, &mut out);
+    check_cpu_and_memory(inst, &tally.nodes, &mut out);
+    out
+}
+
+/// The plan's `format` string.
+fn check_format(plan: &Plan, out: &mut Vec<String>) {
     if plan.format != PLAN_FORMAT {
         out.push(format!(
             "format is {:?}; expected {PLAN_FORMAT:?}",
             plan.format
         ));
     }
-    let (pending_ix, running_ix) = inst.job_indices();
+}
 
-    // Rule 0: coverage.
+/// Rule 0: the plan names only pending jobs of the instance, and each of them exactly once
+/// (placed or listed as pending).
+fn check_coverage(
+    inst: &Instance,
+    plan: &Plan,
+    pending_ix: &BTreeMap<&str, usize>,
+    out: &mut Vec<String>,
+) {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for id in plan
         .placements
@@ -80,8 +109,16 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
             _ => {}
         }
     }
+}
 
-    // Rule 5: preemptions.
+/// Rule 5, the list itself: every preempted job is a preemptible running job, named once.
+/// Returns the running indices of the preempted jobs.
+fn check_preemption_list(
+    inst: &Instance,
+    plan: &Plan,
+    running_ix: &BTreeMap<&str, usize>,
+    out: &mut Vec<String>,
+) -> BTreeSet<usize> {
     let mut preempted = BTreeSet::new();
     for p in &plan.preemptions {
         match running_ix.get(p.job.as_str()) {
@@ -105,212 +142,361 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
             }
         }
     }
+    preempted
+}
 
-    // Occupancy before the round: whole holders and sharer milli per GPU.
-    let mut whole_holder: BTreeMap<(usize, u32), usize> = BTreeMap::new();
-    let mut milli: BTreeMap<(usize, u32), u32> = BTreeMap::new();
-    let mut cpu_used = vec![0i128; inst.nodes.len()];
-    let mut mem_used = vec![0i128; inst.nodes.len()];
-    let mut cpu_before = vec![0i128; inst.nodes.len()];
-    let mut mem_before = vec![0i128; inst.nodes.len()];
-    let share = |total: u64, on: usize, gpus: usize| -> i128 {
-        if gpus <= 1 {
-            total as i128
-        } else {
-            (total as i128 * on as i128 + gpus as i128 - 1) / gpus as i128
+/// A GPU: (node index, GPU index).
+type Gpu = (usize, u32);
+
+/// What the round adds up to, as the placements are checked one by one: GPUs, node CPU and
+/// memory, and tenants' holdings (each starting from the running jobs the plan keeps).
+struct Tally<'i> {
+    gpus: GpuTally<'i>,
+    nodes: NodeTally,
+    tenants: TenantTally,
+}
+
+impl<'i> Tally<'i> {
+    fn before_round(inst: &'i Instance, preempted: &BTreeSet<usize>) -> Self {
+        Tally {
+            gpus: GpuTally::before_round(inst, preempted),
+            nodes: NodeTally::before_round(inst, preempted),
+            tenants: TenantTally::before_round(inst, preempted),
         }
-    };
-    for (k, r) in inst.running.iter().enumerate() {
-        let kept = !preempted.contains(&k);
-        let total: usize = r.gpus.iter().map(|(_, g)| g.len()).sum();
-        for (n, idx) in &r.gpus {
-            cpu_before[*n] += share(r.cpu_milli, idx.len(), total);
-            mem_before[*n] += share(r.memory_mib, idx.len(), total);
-            if !kept {
+    }
+}
+
+/// Who holds each GPU.
+struct GpuTally<'i> {
+    /// GPU -> the kept running job that holds it whole.
+    whole_holder: BTreeMap<Gpu, usize>,
+    /// GPU -> milli of its sharers (kept running ones and placed ones).
+    milli: BTreeMap<Gpu, u32>,
+    /// GPU -> the placed job given it whole.
+    given_whole: BTreeMap<Gpu, &'i str>,
+    /// GPU -> the preempted running job that held it.
+    preempted_at: BTreeMap<Gpu, usize>,
+    /// Preempted job -> the highest priority placed on its GPUs.
+    victims_used: BTreeMap<usize, i64>,
+}
+
+impl GpuTally<'_> {
+    /// The GPUs of the running jobs: whole holders and sharers of the kept ones, and where
+    /// the preempted ones were.
+    fn before_round(inst: &Instance, preempted: &BTreeSet<usize>) -> Self {
+        let mut whole_holder = BTreeMap::new();
+        let mut milli: BTreeMap<Gpu, u32> = BTreeMap::new();
+        for (k, r) in inst.running.iter().enumerate() {
+            if preempted.contains(&k) {
                 continue;
             }
-            cpu_used[*n] += share(r.cpu_milli, idx.len(), total);
-            mem_used[*n] += share(r.memory_mib, idx.len(), total);
-            for &g in idx {
-                match r.gpu_milli {
-                    Some(m) => *milli.entry((*n, g)).or_default() += m,
-                    None => {
-                        whole_holder.insert((*n, g), k);
-                    }
-                }
-            }
-        }
-    }
-
-    // Rules 1-4 and 7 for each placement.
-    let mut given_whole: BTreeMap<(usize, u32), &str> = BTreeMap::new();
-    let mut held = vec![0.0f64; inst.tenants.len()];
-    let mut held_before = vec![0.0f64; inst.tenants.len()];
-    let mut placed_tenants = BTreeSet::new();
-    for (k, r) in inst.running.iter().enumerate() {
-        let eq = r
-            .gpu_milli
-            .map_or(r.gpu_count() as f64, |m| m as f64 / 1000.0);
-        held_before[r.tenant] += eq;
-        if !preempted.contains(&k) {
-            held[r.tenant] += eq;
-        }
-    }
-    let mut preempted_at: BTreeMap<(usize, u32), usize> = BTreeMap::new();
-    for &k in &preempted {
-        for (n, idx) in &inst.running[k].gpus {
-            for &g in idx {
-                preempted_at.insert((*n, g), k);
-            }
-        }
-    }
-    let mut victims_used: BTreeMap<usize, i64> = BTreeMap::new(); // victim -> highest priority placed on its GPUs
-    for p in &plan.placements {
-        let Some(&j) = pending_ix.get(p.job.as_str()) else {
-            continue;
-        };
-        let job = &inst.pending[j];
-        let id = &job.id;
-        placed_tenants.insert(job.tenant);
-        held[job.tenant] += job.gpu_milli.map_or(job.gpus as f64, |m| m as f64 / 1000.0);
-        let count: usize = p.gpus.values().map(|v| v.len()).sum();
-        let want = job.gpus as usize;
-        if count != want {
-            out.push(format!(
-                "rule 1: job {id:?} gets {count} GPUs but asks for {want} (gang: all or nothing)"
-            ));
-        }
-        if p.gpu_milli != job.gpu_milli {
-            out.push(format!(
-                "rule 1: job {id:?} is placed with gpu_milli {} but asks for {}",
-                milli_text(p.gpu_milli),
-                milli_text(job.gpu_milli)
-            ));
-        }
-        if job.gpus == 0 && p.gpus.len() != 1 {
-            out.push(format!(
-                "rule 1: CPU-only job {id:?} must be placed on exactly one node"
-            ));
-        }
-        let mut racks = BTreeSet::new();
-        let mut pods = BTreeSet::new();
-        for (name, idx) in &p.gpus {
-            let Some(&n) = inst.node_by_name.get(name) else {
-                out.push(format!("rule 2: job {id:?} uses unknown node {name:?}"));
-                continue;
-            };
-            let node = &inst.nodes[n];
-            racks.insert(node.rack);
-            pods.insert(node.pod);
-            if !job.accepts_type(&node.gpu_type) && job.gpus > 0 {
-                out.push(format!(
-                    "rule 4: job {id:?} needs gpu_type {:?} but node {name} has {}",
-                    job.gpu_types.clone().unwrap_or_default(),
-                    node.gpu_type
-                ));
-            }
-            if let Some(r) = inst.reservation.as_ref().filter(|r| !r.admits(job, n)) {
-                out.push(format!(
-                    "rule 9: job {id:?} is on node {name}, reserved for job {:?} from {} s on, \
-                     but its time limit ({}) does not end it by then",
-                    r.job_id,
-                    r.start,
-                    job.time_limit
-                        .map_or("none".to_string(), |t| format!("{t} s"))
-                ));
-            }
-            if let Some(per) = job.gpus_per_node {
-                if idx.len() as u32 != per {
-                    out.push(format!(
-                        "rule 4: job {id:?} has {} GPUs on {name} but gpus_per_node is {per}",
-                        idx.len()
-                    ));
-                }
-            }
-            let mut uniq = BTreeSet::new();
-            for &g in idx {
-                if !uniq.insert(g) {
-                    out.push(format!("rule 3: job {id:?} lists GPU {name}:{g} twice"));
-                    continue;
-                }
-                if g >= node.gpus {
-                    out.push(format!(
-                        "rule 2: job {id:?} uses GPU {name}:{g}, which does not exist"
-                    ));
-                    continue;
-                }
-                if node.down[g as usize] {
-                    out.push(format!(
-                        "rule 2: job {id:?} uses GPU {name}:{g}, which is down"
-                    ));
-                }
-                if let Some(&k) = whole_holder.get(&(n, g)) {
-                    out.push(format!("rule 3: job {id:?} uses GPU {name}:{g}, held by running job {:?} which is not preempted", inst.running[k].id));
-                }
-                if let Some(&k) = preempted_at.get(&(n, g)) {
-                    let r = &inst.running[k];
-                    let e = victims_used.entry(k).or_insert(i64::MIN);
-                    *e = (*e).max(job.priority);
-                    if job.priority <= r.priority {
-                        out.push(format!("rule 5: job {id:?} (priority {}) takes GPU {name}:{g} from preempted job {:?} (priority {}); preemption is only for strictly higher priority", job.priority, r.id, r.priority));
-                    }
-                }
-                match job.gpu_milli {
-                    Some(m) => *milli.entry((n, g)).or_default() += m,
-                    None => {
-                        if let Some(other) = given_whole.insert((n, g), id) {
-                            out.push(format!(
-                                "rule 3: GPU {name}:{g} is given to both {other:?} and {id:?}"
-                            ));
+            for (n, idx) in &r.gpus {
+                for &g in idx {
+                    match r.gpu_milli {
+                        Some(m) => *milli.entry((*n, g)).or_default() += m,
+                        None => {
+                            whole_holder.insert((*n, g), k);
                         }
                     }
                 }
             }
-            let total = job.gpus as usize;
-            cpu_used[n] += share(job.cpu_milli, idx.len(), total);
-            mem_used[n] += share(job.memory_mib, idx.len(), total);
         }
-        let nodes = p.gpus.len() as u32;
-        match job.within {
-            Some(Locality::Node) if nodes > 1 => out.push(format!(
-                "rule 4: job {id:?} must sit within one node but spans {nodes}"
-            )),
-            Some(Locality::Rack) if racks.len() > 1 => out.push(format!(
-                "rule 4: job {id:?} must sit within one rack but spans {}",
-                racks.len()
-            )),
-            Some(Locality::Pod) if pods.len() > 1 => out.push(format!(
-                "rule 4: job {id:?} must sit within one pod but spans {}",
-                pods.len()
-            )),
-            _ => {}
+        let mut preempted_at = BTreeMap::new();
+        for &k in preempted {
+            for (n, idx) in &inst.running[k].gpus {
+                for &g in idx {
+                    preempted_at.insert((*n, g), k);
+                }
+            }
         }
-        if let Some(m) = job.max_nodes {
-            if nodes > m {
+        GpuTally {
+            whole_holder,
+            milli,
+            given_whole: BTreeMap::new(),
+            preempted_at,
+            victims_used: BTreeMap::new(),
+        }
+    }
+}
+
+/// CPU and memory per node, before the round and after it.
+struct NodeTally {
+    cpu_used: Vec<i128>,
+    mem_used: Vec<i128>,
+    cpu_before: Vec<i128>,
+    mem_before: Vec<i128>,
+}
+
+impl NodeTally {
+    /// Every running job's share on each of its nodes (before), the kept ones' (used).
+    fn before_round(inst: &Instance, preempted: &BTreeSet<usize>) -> Self {
+        let mut t = NodeTally {
+            cpu_used: vec![0; inst.nodes.len()],
+            mem_used: vec![0; inst.nodes.len()],
+            cpu_before: vec![0; inst.nodes.len()],
+            mem_before: vec![0; inst.nodes.len()],
+        };
+        for (k, r) in inst.running.iter().enumerate() {
+            let total: usize = r.gpus.iter().map(|(_, g)| g.len()).sum();
+            for (n, idx) in &r.gpus {
+                t.cpu_before[*n] += node_share(r.cpu_milli, idx.len(), total);
+                t.mem_before[*n] += node_share(r.memory_mib, idx.len(), total);
+                if !preempted.contains(&k) {
+                    t.cpu_used[*n] += node_share(r.cpu_milli, idx.len(), total);
+                    t.mem_used[*n] += node_share(r.memory_mib, idx.len(), total);
+                }
+            }
+        }
+        t
+    }
+}
+
+/// A job's share of `total` CPU or memory on a node where it has `on` of its `gpus` GPUs:
+/// ceil(total × on / gpus), all of it for a job of at most one GPU.
+fn node_share(total: u64, on: usize, gpus: usize) -> i128 {
+    if gpus <= 1 {
+        total as i128
+    } else {
+        (total as i128 * on as i128 + gpus as i128 - 1) / gpus as i128
+    }
+}
+
+/// GPUs each tenant holds (a sharer counts its milli / 1000), and which tenants got a job.
+struct TenantTally {
+    held: Vec<f64>,
+    held_before: Vec<f64>,
+    placed: BTreeSet<usize>,
+}
+
+impl TenantTally {
+    fn before_round(inst: &Instance, preempted: &BTreeSet<usize>) -> Self {
+        let mut held = vec![0.0f64; inst.tenants.len()];
+        let mut held_before = vec![0.0f64; inst.tenants.len()];
+        for (k, r) in inst.running.iter().enumerate() {
+            let eq = r
+                .gpu_milli
+                .map_or(r.gpu_count() as f64, |m| m as f64 / 1000.0);
+            held_before[r.tenant] += eq;
+            if !preempted.contains(&k) {
+                held[r.tenant] += eq;
+            }
+        }
+        TenantTally {
+            held,
+            held_before,
+            placed: BTreeSet::new(),
+        }
+    }
+}
+
+/// Rules 1-5 and 9 for one placement of a pending job, adding it to the tally.
+fn check_placement<'i>(
+    inst: &Instance,
+    job: &'i PendingJob,
+    p: &Placement,
+    tally: &mut Tally<'i>,
+    out: &mut Vec<String>,
+) {
+    tally.tenants.placed.insert(job.tenant);
+    tally.tenants.held[job.tenant] += job.gpu_milli.map_or(job.gpus as f64, |m| m as f64 / 1000.0);
+    check_gang(job, p, out);
+    let mut racks = BTreeSet::new();
+    let mut pods = BTreeSet::new();
+    for (name, idx) in &p.gpus {
+        let Some(&n) = inst.node_by_name.get(name) else {
+            out.push(format!(
+                "rule 2: job {:?} uses unknown node {name:?}",
+                job.id
+            ));
+            continue;
+        };
+        racks.insert(inst.nodes[n].rack);
+        pods.insert(inst.nodes[n].pod);
+        check_node_part(inst, job, n, idx, out);
+        let mut uniq = BTreeSet::new();
+        for &g in idx {
+            check_gpu(inst, job, n, g, &mut uniq, &mut tally.gpus, out);
+        }
+        let total = job.gpus as usize;
+        tally.nodes.cpu_used[n] += node_share(job.cpu_milli, idx.len(), total);
+        tally.nodes.mem_used[n] += node_share(job.memory_mib, idx.len(), total);
+    }
+    check_locality(job, p.gpus.len() as u32, racks.len(), pods.len(), out);
+}
+
+/// Rule 1: the gang gets all its GPUs, with the job's own `gpu_milli`; a CPU-only job sits on
+/// exactly one node.
+fn check_gang(job: &PendingJob, p: &Placement, out: &mut Vec<String>) {
+    let id = &job.id;
+    let count: usize = p.gpus.values().map(|v| v.len()).sum();
+    let want = job.gpus as usize;
+    if count != want {
+        out.push(format!(
+            "rule 1: job {id:?} gets {count} GPUs but asks for {want} (gang: all or nothing)"
+        ));
+    }
+    if p.gpu_milli != job.gpu_milli {
+        out.push(format!(
+            "rule 1: job {id:?} is placed with gpu_milli {} but asks for {}",
+            milli_text(p.gpu_milli),
+            milli_text(job.gpu_milli)
+        ));
+    }
+    if job.gpus == 0 && p.gpus.len() != 1 {
+        out.push(format!(
+            "rule 1: CPU-only job {id:?} must be placed on exactly one node"
+        ));
+    }
+}
+
+/// The rules about one node of a placement as a whole: its GPU type (rule 4), the round's
+/// reservation (rule 9) and `gpus_per_node` (rule 4).
+fn check_node_part(
+    inst: &Instance,
+    job: &PendingJob,
+    n: usize,
+    idx: &[u32],
+    out: &mut Vec<String>,
+) {
+    let id = &job.id;
+    let node = &inst.nodes[n];
+    let name = &node.name;
+    if !job.accepts_type(&node.gpu_type) && job.gpus > 0 {
+        out.push(format!(
+            "rule 4: job {id:?} needs gpu_type {:?} but node {name} has {}",
+            job.gpu_types.clone().unwrap_or_default(),
+            node.gpu_type
+        ));
+    }
+    if let Some(r) = inst.reservation.as_ref().filter(|r| !r.admits(job, n)) {
+        out.push(format!(
+            "rule 9: job {id:?} is on node {name}, reserved for job {:?} from {} s on, \
+             but its time limit ({}) does not end it by then",
+            r.job_id,
+            r.start,
+            job.time_limit
+                .map_or("none".to_string(), |t| format!("{t} s"))
+        ));
+    }
+    if let Some(per) = job.gpus_per_node {
+        if idx.len() as u32 != per {
+            out.push(format!(
+                "rule 4: job {id:?} has {} GPUs on {name} but gpus_per_node is {per}",
+                idx.len()
+            ));
+        }
+    }
+}
+
+/// One GPU given to a placed job: listed once (rule 3), exists and is up (rule 2), no kept
+/// running job holds it (rule 3), a preempted holder had strictly lower priority (rule 5), and
+/// nobody else gets it whole (rule 3). `uniq`: the job's GPUs on this node so far.
+fn check_gpu<'i>(
+    inst: &Instance,
+    job: &'i PendingJob,
+    n: usize,
+    g: u32,
+    uniq: &mut BTreeSet<u32>,
+    gpus: &mut GpuTally<'i>,
+    out: &mut Vec<String>,
+) {
+    let id = &job.id;
+    let node = &inst.nodes[n];
+    let name = &node.name;
+    if !uniq.insert(g) {
+        out.push(format!("rule 3: job {id:?} lists GPU {name}:{g} twice"));
+        return;
+    }
+    if g >= node.gpus {
+        out.push(format!(
+            "rule 2: job {id:?} uses GPU {name}:{g}, which does not exist"
+        ));
+        return;
+    }
+    if node.down[g as usize] {
+        out.push(format!(
+            "rule 2: job {id:?} uses GPU {name}:{g}, which is down"
+        ));
+    }
+    if let Some(&k) = gpus.whole_holder.get(&(n, g)) {
+        out.push(format!("rule 3: job {id:?} uses GPU {name}:{g}, held by running job {:?} which is not preempted", inst.running[k].id));
+    }
+    if let Some(&k) = gpus.preempted_at.get(&(n, g)) {
+        let r = &inst.running[k];
+        let e = gpus.victims_used.entry(k).or_insert(i64::MIN);
+        *e = (*e).max(job.priority);
+        if job.priority <= r.priority {
+            out.push(format!("rule 5: job {id:?} (priority {}) takes GPU {name}:{g} from preempted job {:?} (priority {}); preemption is only for strictly higher priority", job.priority, r.id, r.priority));
+        }
+    }
+    match job.gpu_milli {
+        Some(m) => *gpus.milli.entry((n, g)).or_default() += m,
+        None => {
+            if let Some(other) = gpus.given_whole.insert((n, g), id) {
                 out.push(format!(
-                    "rule 4: job {id:?} spans {nodes} nodes; max_nodes is {m}"
+                    "rule 3: GPU {name}:{g} is given to both {other:?} and {id:?}"
                 ));
             }
         }
     }
-    for (&(n, g), &m) in &milli {
+}
+
+/// Rule 4: `within` (the placement's node, rack and pod counts) and `max_nodes`.
+fn check_locality(job: &PendingJob, nodes: u32, racks: usize, pods: usize, out: &mut Vec<String>) {
+    let id = &job.id;
+    match job.within {
+        Some(Locality::Node) if nodes > 1 => out.push(format!(
+            "rule 4: job {id:?} must sit within one node but spans {nodes}"
+        )),
+        Some(Locality::Rack) if racks > 1 => out.push(format!(
+            "rule 4: job {id:?} must sit within one rack but spans {racks}"
+        )),
+        Some(Locality::Pod) if pods > 1 => out.push(format!(
+            "rule 4: job {id:?} must sit within one pod but spans {pods}"
+        )),
+        _ => {}
+    }
+    if let Some(m) = job.max_nodes {
+        if nodes > m {
+            out.push(format!(
+                "rule 4: job {id:?} spans {nodes} nodes; max_nodes is {m}"
+            ));
+        }
+    }
+}
+
+/// Rule 3 for shared GPUs: sharers total at most 1000 milli, and a shared GPU is not also
+/// given whole.
+fn check_shared_gpus(inst: &Instance, gpus: &GpuTally, out: &mut Vec<String>) {
+    for (&(n, g), &m) in &gpus.milli {
         if m > 1000 {
             out.push(format!(
                 "rule 3: GPU {}:{g} carries {m} milli of sharers; at most 1000",
                 inst.nodes[n].name
             ));
         }
-        if let Some(id) = given_whole.get(&(n, g)) {
+        if let Some(id) = gpus.given_whole.get(&(n, g)) {
             out.push(format!(
                 "rule 3: GPU {}:{g} is shared but also given whole to {id:?}",
                 inst.nodes[n].name
             ));
         }
     }
-    for &k in &preempted {
-        if !victims_used.contains_key(&k) && !plan.placements.is_empty() {
-            // A victim whose GPUs nobody took is allowed (its CPU or memory may have been
-            // needed), but it must have freed something for strictly higher-priority work.
+}
+
+/// Rule 5 for each victim: something is placed, and a victim whose GPUs nobody took is allowed
+/// (its CPU or memory may have been needed) but must have freed something for strictly
+/// higher-priority work.
+fn check_victims(
+    inst: &Instance,
+    plan: &Plan,
+    pending_ix: &BTreeMap<&str, usize>,
+    preempted: &BTreeSet<usize>,
+    gpus: &GpuTally,
+    out: &mut Vec<String>,
+) {
+    for &k in preempted {
+        if !gpus.victims_used.contains_key(&k) && !plan.placements.is_empty() {
             let r = &inst.running[k];
             let best = plan
                 .placements
@@ -329,39 +515,45 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
             ));
         }
     }
+}
 
-    // Rule 6: quotas.
+/// Rule 6: a tenant over its quota after the round, unless the round gave it nothing and it
+/// holds no more than before (a tenant already over its quota is not made to shed jobs).
+fn check_quotas(inst: &Instance, tenants: &TenantTally, out: &mut Vec<String>) {
     for (t, tenant) in inst.tenants.iter().enumerate() {
         if let Some(q) = tenant.quota {
-            let over = held[t] > q as f64 + 1e-9;
-            let grew = placed_tenants.contains(&t) || held[t] > held_before[t] + 1e-9;
+            let held = tenants.held[t];
+            let over = held > q as f64 + 1e-9;
+            let grew = tenants.placed.contains(&t) || held > tenants.held_before[t] + 1e-9;
             if over && grew {
                 out.push(format!(
                     "rule 6: tenant {:?} holds {} GPUs after the round; its quota is {q}",
-                    tenant.name, held[t]
+                    tenant.name, held
                 ));
             }
         }
     }
+}
 
-    // Rule 7: CPU and memory.
+/// Rule 7: CPU and memory, where a node gives them, fit after the round, unless the node
+/// needs no more than before the round (a node already over is not made worse).
+fn check_cpu_and_memory(inst: &Instance, nodes: &NodeTally, out: &mut Vec<String>) {
     for (n, node) in inst.nodes.iter().enumerate() {
         if let Some(c) = node.cpu_milli {
-            if cpu_used[n] > c as i128 && cpu_used[n] > cpu_before[n] {
+            if nodes.cpu_used[n] > c as i128 && nodes.cpu_used[n] > nodes.cpu_before[n] {
                 out.push(format!(
                     "rule 7: node {} needs {} cpu_milli; it has {c}",
-                    node.name, cpu_used[n]
+                    node.name, nodes.cpu_used[n]
                 ));
             }
         }
         if let Some(m) = node.memory_mib {
-            if mem_used[n] > m as i128 && mem_used[n] > mem_before[n] {
+            if nodes.mem_used[n] > m as i128 && nodes.mem_used[n] > nodes.mem_before[n] {
                 out.push(format!(
                     "rule 7: node {} needs {} memory_mib; it has {m}",
-                    node.name, mem_used[n]
+                    node.name, nodes.mem_used[n]
                 ));
             }
         }
     }
-    out
 }

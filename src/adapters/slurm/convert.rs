@@ -28,7 +28,7 @@
 //!   its nodes and its partition's `PreemptMode` is not `OFF`).
 
 use super::cli::{check_job_id, check_node_name};
-use super::parse::{gpu_gres, SlurmJob, Snapshot};
+use super::parse::{gpu_gres, GpuGres, SlurmJob, SlurmNode, Snapshot};
 use super::SlurmError;
 use crate::instance::raw::{
     GpuTypes, RawInstance, RawNode, RawPending, RawPolicy, RawRunning, RawTenant,
@@ -172,45 +172,60 @@ pub fn build_round(
     for n in &all_nodes {
         check_node_name(n)?;
     }
-    // Nodes in scope.
+    let (nodes, gpus_of) = nodes_in_scope(snap, conv)?;
+    let mut b = RoundBuilder {
+        snap,
+        conv,
+        ranks: Ranks::new(snap, released),
+        gpus_of,
+        claimed: BTreeMap::new(),
+        tenants: BTreeSet::new(),
+    };
+    let (mut running, running_ids) = b.running_jobs()?;
+    let in_flight = b.in_flight_reservations(released, &mut running);
+    let HeldGangs {
+        pending,
+        held,
+        ignored,
+    } = b.held_gangs()?;
+    let raw = RawInstance {
+        nodes,
+        tenants: raw_tenants(b.tenants, snap),
+        running,
+        pending,
+        policy: conv.policy.clone(),
+    };
+    Ok(SlurmRound {
+        raw,
+        held,
+        ignored,
+        running: running_ids,
+        in_flight,
+        all_nodes,
+        noted_running: noted_running(snap),
+    })
+}
+
+/// The instance's nodes: those of `sinfo` in scope (of `--partition` when given) with GPUs in
+/// their GRES, and each one's GPU count by name. An error when there is none.
+fn nodes_in_scope(
+    snap: &Snapshot,
+    conv: &Conventions,
+) -> Result<(Vec<RawNode>, BTreeMap<String, u32>), SlurmError> {
     let mut nodes = Vec::new();
     let mut gpus_of: BTreeMap<String, u32> = BTreeMap::new();
-    for n in &snap.nodes {
-        if let Some(p) = &conv.partition {
-            let listed = snap
-                .partitions
-                .get(p)
-                .is_some_and(|x| x.nodes.contains(&n.name));
-            if !listed && !n.partitions.contains(p) {
-                continue;
-            }
-        }
+    for n in snap
+        .nodes
+        .iter()
+        .filter(|n| node_in_partition(n, snap, conv))
+    {
         let gres = gpu_gres(&n.gres)?;
         let count: u32 = gres.iter().map(|g| g.count).sum();
         if count == 0 {
             continue;
         }
-        let types: BTreeSet<&String> = gres.iter().filter_map(|g| g.gpu_type.as_ref()).collect();
-        let gpu_type = if types.len() == 1 {
-            types.into_iter().next().cloned()
-        } else {
-            None
-        };
-        let place = snap.places.get(&n.name).cloned().unwrap_or_default();
         gpus_of.insert(n.name.clone(), count);
-        nodes.push(RawNode {
-            name: n.name.clone(),
-            gpus: Some(count as u64),
-            gpu_type,
-            rack: place.rack,
-            pod: place.pod,
-            down: if n.usable() {
-                Vec::new()
-            } else {
-                (0..count as u64).collect()
-            },
-            ..Default::default()
-        });
+        nodes.push(raw_node(n, snap, &gres, count));
     }
     if nodes.is_empty() {
         return Err(SlurmError::Parse {
@@ -221,208 +236,345 @@ pub fn build_round(
             },
         });
     }
+    Ok((nodes, gpus_of))
+}
 
-    // Priority ranks over every job the round will hold.
-    let tier = |job: &SlurmJob| -> i64 {
-        job.partition
-            .split(',')
-            .filter_map(|p| snap.partitions.get(p))
-            .map(|p| p.priority_tier)
-            .max()
-            .unwrap_or(1)
+/// Whether a node belongs to `--partition` (every node does without one): the partition lists
+/// it, or the node lists the partition.
+fn node_in_partition(n: &SlurmNode, snap: &Snapshot, conv: &Conventions) -> bool {
+    let Some(p) = &conv.partition else {
+        return true;
     };
-    let key = |job: &SlurmJob| (tier(job), snap.site.qos_priority(&job.qos), -job.nice);
-    let relevant = |j: &SlurmJob| {
-        HOLDING_STATES.contains(&j.state.as_str())
-            || j.is_held()
-            || (j.state == "PENDING" && released.contains_key(&j.id.to_string()))
-    };
-    let keys: BTreeSet<(i64, i64, i64)> =
-        snap.jobs.iter().filter(|j| relevant(j)).map(key).collect();
-    let rank = |job: &SlurmJob| keys.iter().position(|k| *k == key(job)).unwrap_or(0) as i64;
+    let listed = snap
+        .partitions
+        .get(p)
+        .is_some_and(|x| x.nodes.contains(&n.name));
+    listed || n.partitions.contains(p)
+}
 
-    let mut claimed: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
-    let mut running = Vec::new();
-    let mut running_ids = BTreeSet::new();
-    let mut tenants = BTreeSet::new();
-    let mut missing_idx: Vec<(usize, String, u32)> = Vec::new();
-    for job in snap
-        .jobs
-        .iter()
-        .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
-    {
-        let id = job.id.to_string();
-        let mut gpus: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+/// A node with `count` GPUs: its GPU type when the GRES names exactly one, rack and pod from the
+/// topology, and every GPU down when the node is not usable (down, drained or draining).
+fn raw_node(n: &SlurmNode, snap: &Snapshot, gres: &[GpuGres], count: u32) -> RawNode {
+    let types: BTreeSet<&String> = gres.iter().filter_map(|g| g.gpu_type.as_ref()).collect();
+    let gpu_type = if types.len() == 1 {
+        types.into_iter().next().cloned()
+    } else {
+        None
+    };
+    let place = snap.places.get(&n.name).cloned().unwrap_or_default();
+    RawNode {
+        name: n.name.clone(),
+        gpus: Some(count as u64),
+        gpu_type,
+        rack: place.rack,
+        pod: place.pod,
+        down: if n.usable() {
+            Vec::new()
+        } else {
+            (0..count as u64).collect()
+        },
+        ..Default::default()
+    }
+}
+
+/// Dense priority ranks over every job the round will hold (see the module docs): the
+/// distinct rank keys, sorted, numbered 0, 1, 2...
+struct Ranks<'s> {
+    snap: &'s Snapshot,
+    keys: BTreeSet<(i64, i64, i64)>,
+}
+
+impl<'s> Ranks<'s> {
+    /// The keys of the holding jobs, the held ones and the released ones not started yet.
+    fn new(snap: &'s Snapshot, released: &BTreeMap<String, Vec<String>>) -> Self {
+        let relevant = |j: &SlurmJob| {
+            HOLDING_STATES.contains(&j.state.as_str())
+                || j.is_held()
+                || (j.state == "PENDING" && released.contains_key(&j.id.to_string()))
+        };
+        let keys = snap
+            .jobs
+            .iter()
+            .filter(|j| relevant(j))
+            .map(|j| rank_key(snap, j))
+            .collect();
+        Ranks { snap, keys }
+    }
+
+    /// A job's rank (0 for a key not among the round's).
+    fn rank(&self, job: &SlurmJob) -> i64 {
+        let key = rank_key(self.snap, job);
+        self.keys.iter().position(|k| *k == key).unwrap_or(0) as i64
+    }
+}
+
+/// The rank key: (the highest PriorityTier of the job's partitions (1 when none is known), its
+/// QOS priority, then lower `nice` first).
+fn rank_key(snap: &Snapshot, job: &SlurmJob) -> (i64, i64, i64) {
+    let tier = job
+        .partition
+        .split(',')
+        .filter_map(|p| snap.partitions.get(p))
+        .map(|p| p.priority_tier)
+        .max()
+        .unwrap_or(1);
+    (tier, snap.site.qos_priority(&job.qos), -job.nice)
+}
+
+/// The round's jobs as they are read: GPUs claimed so far on each node in scope, and the
+/// tenants seen.
+struct RoundBuilder<'s> {
+    snap: &'s Snapshot,
+    conv: &'s Conventions,
+    ranks: Ranks<'s>,
+    /// GPU count of each node in scope.
+    gpus_of: BTreeMap<String, u32>,
+    /// GPU indices taken on each node.
+    claimed: BTreeMap<String, BTreeSet<u32>>,
+    tenants: BTreeSet<String>,
+}
+
+impl RoundBuilder<'_> {
+    /// The holding jobs with GPUs on nodes in scope, and their ids. GPU indices come from
+    /// `gres_detail`; a node whose indices Slurm did not report gets its lowest free GPUs, once
+    /// every reported index is claimed.
+    fn running_jobs(&mut self) -> Result<(Vec<RawRunning>, BTreeSet<String>), SlurmError> {
+        let mut running = Vec::new();
+        let mut running_ids = BTreeSet::new();
+        let mut missing_idx: Vec<(usize, String, u32)> = Vec::new();
+        let snap = self.snap;
+        for job in snap
+            .jobs
+            .iter()
+            .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
+        {
+            let id = job.id.to_string();
+            let gpus = self.reported_gpus(job, &id, running.len(), &mut missing_idx)?;
+            if gpus.is_empty() && !missing_idx.iter().any(|m| m.0 == running.len()) {
+                continue;
+            }
+            running_ids.insert(id.clone());
+            running.push(RawRunning {
+                id,
+                tenant: Some(self.tenant(job)),
+                priority: self.ranks.rank(job),
+                preemptible: job.state == "RUNNING" && is_preemptible(job, self.conv, snap),
+                gpus,
+                ends_in: ends_in(job, snap.now),
+                ..Default::default()
+            });
+        }
+        // Jobs whose indices Slurm did not report: lowest unclaimed GPUs of their nodes.
+        for (k, node, count) in missing_idx {
+            let picked = take_free(&mut self.claimed, &node, self.gpus_of[&node], count);
+            tracing::warn!(job = %running[k].id, node = %node, gpus = ?picked, "GPU indices not reported; assuming the lowest free ones");
+            running[k].gpus.insert(node, picked);
+        }
+        Ok((running, running_ids))
+    }
+
+    /// A holding job's GPUs by node, from `gres_detail`, claimed. A node in scope without
+    /// reported indices, for a job that asks GPUs per node, goes to `missing` as (`k`, node,
+    /// GPUs per node).
+    fn reported_gpus(
+        &mut self,
+        job: &SlurmJob,
+        id: &str,
+        k: usize,
+        missing: &mut Vec<(usize, String, u32)>,
+    ) -> Result<BTreeMap<String, Vec<u64>>, SlurmError> {
+        let mut gpus = BTreeMap::new();
         let per_node: u32 = gpu_gres(&job.tres_per_node)?.iter().map(|g| g.count).sum();
         for (i, node) in job.nodes.iter().enumerate() {
-            if !gpus_of.contains_key(node) {
+            if !self.gpus_of.contains_key(node) {
                 continue;
             }
             let detail = match job.gres_detail.get(i) {
                 Some(d) => gpu_gres(d)?,
                 None => Vec::new(),
             };
-            let idx: Option<Vec<u32>> =
-                detail
-                    .iter()
-                    .filter_map(|g| g.indices.clone())
-                    .reduce(|mut a, b| {
-                        a.extend(b);
-                        a
-                    });
-            match idx {
+            match reported_indices(&detail) {
                 Some(idx) => {
-                    let taken = claimed.entry(node.clone()).or_default();
-                    let mut mine = Vec::new();
-                    for g in idx {
-                        if g < gpus_of[node] && taken.insert(g) {
-                            mine.push(g as u64);
-                        } else {
-                            tracing::warn!(job = %id, node = %node, gpu = g, "GPU index out of range or held twice; ignored");
-                        }
-                    }
+                    let mine = self.claim(id, node, idx);
                     if !mine.is_empty() {
                         gpus.insert(node.clone(), mine);
                     }
                 }
-                None if per_node > 0 => missing_idx.push((running.len(), node.clone(), per_node)),
+                None if per_node > 0 => missing.push((k, node.clone(), per_node)),
                 None => {}
             }
         }
-        if gpus.is_empty() && !missing_idx.iter().any(|m| m.0 == running.len()) {
-            continue;
-        }
-        let tenant = tenant_of(job);
-        tenants.insert(tenant.clone());
-        running_ids.insert(id.clone());
-        running.push(RawRunning {
-            id,
-            tenant: Some(tenant),
-            priority: rank(job),
-            preemptible: job.state == "RUNNING" && is_preemptible(job, conv, snap),
-            gpus,
-            ends_in: ends_in(job, snap.now),
-            ..Default::default()
-        });
-    }
-    // Jobs whose indices Slurm did not report: lowest unclaimed GPUs of their nodes.
-    for (k, node, count) in missing_idx {
-        let picked = take_free(&mut claimed, &node, gpus_of[&node], count);
-        tracing::warn!(job = %running[k].id, node = %node, gpus = ?picked, "GPU indices not reported; assuming the lowest free ones");
-        running[k].gpus.insert(node, picked);
+        Ok(gpus)
     }
 
-    // Released jobs that have not started: reservations on their pinned nodes.
-    let mut in_flight = Vec::new();
-    for job in snap
-        .jobs
-        .iter()
-        .filter(|j| j.state == "PENDING" && !j.is_held())
-    {
-        let id = job.id.to_string();
-        let Some(pinned) = released.get(&id) else {
-            continue;
-        };
-        let Ok((_, Some(per), _)) = gang_shape(job).map(|(g, p, t)| (g, p.or(Some(g)), t)) else {
-            continue;
-        };
-        let mut gpus = BTreeMap::new();
-        for node in pinned.iter().filter(|n| gpus_of.contains_key(*n)) {
-            gpus.insert(
-                node.clone(),
-                take_free(&mut claimed, node, gpus_of[node], per as u32),
-            );
+    /// Claim the GPU indices Slurm reports for job `id` on a node; an index out of range or
+    /// already claimed is ignored (with a warning).
+    fn claim(&mut self, id: &str, node: &String, idx: Vec<u32>) -> Vec<u64> {
+        let total = self.gpus_of[node];
+        let taken = self.claimed.entry(node.clone()).or_default();
+        let mut mine = Vec::new();
+        for g in idx {
+            if g < total && taken.insert(g) {
+                mine.push(g as u64);
+            } else {
+                tracing::warn!(job = %id, node = %node, gpu = g, "GPU index out of range or held twice; ignored");
+            }
         }
-        gpus.retain(|_, v: &mut Vec<u64>| !v.is_empty());
-        if gpus.is_empty() {
-            continue;
-        }
-        let tenant = tenant_of(job);
-        tenants.insert(tenant.clone());
-        in_flight.push(id.clone());
-        running.push(RawRunning {
-            id,
-            tenant: Some(tenant),
-            priority: rank(job),
-            preemptible: false,
-            gpus,
-            // Not started yet: it ends at most its time limit from now.
-            ends_in: job.time_limit.map(|t| t as f64),
-            ..Default::default()
-        });
+        mine
     }
 
-    // Held gangs.
-    let mut pending = Vec::new();
-    let mut held = BTreeMap::new();
-    let mut ignored = Vec::new();
-    for job in snap
-        .jobs
-        .iter()
-        .filter(|j| j.is_held() && in_partition(j, &conv.partition))
-    {
-        let id = check_job_id(&job.id.to_string())?.to_string();
-        match gang_shape(job) {
-            Ok((gpus, per_node, gtype)) => {
-                let tenant = tenant_of(job);
-                tenants.insert(tenant.clone());
-                pending.push(RawPending {
-                    id: id.clone(),
-                    tenant: Some(tenant),
-                    gpus,
-                    priority: rank(job),
-                    wait: Some((snap.now - job.submit_time).max(0) as f64),
-                    gpu_type: gtype.map(GpuTypes::One),
-                    max_nodes: Some(job.node_count as u64),
-                    gpus_per_node: per_node,
-                    time_limit: job.time_limit.map(|t| t as f64),
-                    ..Default::default()
-                });
-                held.insert(
-                    id,
-                    HeldJob {
-                        node_count: job.node_count,
-                        clear_begin: job.restart_cnt > 0 || job.eligible_time > snap.now,
-                        admin_comment: job.admin_comment.clone(),
-                    },
+    /// Released jobs that have not started: reservations (non-preemptible running jobs) on the
+    /// lowest free GPUs of the nodes they were pinned to, added to `running`. Returns their ids.
+    fn in_flight_reservations(
+        &mut self,
+        released: &BTreeMap<String, Vec<String>>,
+        running: &mut Vec<RawRunning>,
+    ) -> Vec<String> {
+        let mut in_flight = Vec::new();
+        let snap = self.snap;
+        for job in snap
+            .jobs
+            .iter()
+            .filter(|j| j.state == "PENDING" && !j.is_held())
+        {
+            let id = job.id.to_string();
+            let Some(pinned) = released.get(&id) else {
+                continue;
+            };
+            let Ok((_, Some(per), _)) = gang_shape(job).map(|(g, p, t)| (g, p.or(Some(g)), t))
+            else {
+                continue;
+            };
+            let mut gpus = BTreeMap::new();
+            for node in pinned.iter().filter(|n| self.gpus_of.contains_key(*n)) {
+                gpus.insert(
+                    node.clone(),
+                    take_free(&mut self.claimed, node, self.gpus_of[node], per as u32),
                 );
             }
-            Err(why) => ignored.push((id, why)),
+            gpus.retain(|_, v: &mut Vec<u64>| !v.is_empty());
+            if gpus.is_empty() {
+                continue;
+            }
+            in_flight.push(id.clone());
+            running.push(RawRunning {
+                id,
+                tenant: Some(self.tenant(job)),
+                priority: self.ranks.rank(job),
+                preemptible: false,
+                gpus,
+                // Not started yet: it ends at most its time limit from now.
+                ends_in: job.time_limit.map(|t| t as f64),
+                ..Default::default()
+            });
+        }
+        in_flight
+    }
+
+    /// The held jobs of the partition: gangs to plan (with what releasing each needs), and the
+    /// ones left alone with why.
+    fn held_gangs(&mut self) -> Result<HeldGangs, SlurmError> {
+        let mut out = HeldGangs::default();
+        let snap = self.snap;
+        for job in snap
+            .jobs
+            .iter()
+            .filter(|j| j.is_held() && in_partition(j, &self.conv.partition))
+        {
+            let id = check_job_id(&job.id.to_string())?.to_string();
+            match gang_shape(job) {
+                Ok(shape) => {
+                    out.pending.push(self.held_gang(job, &id, shape));
+                    out.held.insert(id, held_job(job, snap.now));
+                }
+                Err(why) => out.ignored.push((id, why)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A held job of the given gang shape (see [`gang_shape`]) as a pending gang.
+    fn held_gang(
+        &mut self,
+        job: &SlurmJob,
+        id: &str,
+        (gpus, per_node, gtype): (u64, Option<u64>, Option<String>),
+    ) -> RawPending {
+        RawPending {
+            id: id.to_string(),
+            tenant: Some(self.tenant(job)),
+            gpus,
+            priority: self.ranks.rank(job),
+            wait: Some((self.snap.now - job.submit_time).max(0) as f64),
+            gpu_type: gtype.map(GpuTypes::One),
+            max_nodes: Some(job.node_count as u64),
+            gpus_per_node: per_node,
+            time_limit: job.time_limit.map(|t| t as f64),
+            ..Default::default()
         }
     }
 
-    let raw = RawInstance {
-        nodes,
-        tenants: (!tenants.is_empty()).then(|| {
-            tenants
-                .into_iter()
-                .map(|name| RawTenant {
-                    weight: snap.site.tenant_weight(&name).unwrap_or(1.0),
-                    name,
-                    quota: None,
-                })
-                .collect()
-        }),
-        running,
-        pending,
-        policy: conv.policy.clone(),
-    };
-    let noted_running = snap
-        .jobs
+    /// A job's tenant, noted among the round's tenants.
+    fn tenant(&mut self, job: &SlurmJob) -> String {
+        let tenant = tenant_of(job);
+        self.tenants.insert(tenant.clone());
+        tenant
+    }
+}
+
+/// The round's held jobs: the gangs to plan, what releasing each needs, and those left alone.
+#[derive(Default)]
+struct HeldGangs {
+    pending: Vec<RawPending>,
+    held: BTreeMap<String, HeldJob>,
+    ignored: Vec<(String, String)>,
+}
+
+/// The GPU indices a `gres_detail` entry reports, all entries together (`None` when none
+/// reports any).
+fn reported_indices(detail: &[GpuGres]) -> Option<Vec<u32>> {
+    detail
+        .iter()
+        .filter_map(|g| g.indices.clone())
+        .reduce(|mut a, b| {
+            a.extend(b);
+            a
+        })
+}
+
+/// What releasing a held job needs: its node count, whether to clear a begin time (it was
+/// requeued, or its eligible time lies after `now`), and its admin comment.
+fn held_job(job: &SlurmJob, now: i64) -> HeldJob {
+    HeldJob {
+        node_count: job.node_count,
+        clear_begin: job.restart_cnt > 0 || job.eligible_time > now,
+        admin_comment: job.admin_comment.clone(),
+    }
+}
+
+/// The round's tenants (none when no job names one): weight from the site's fair share, 1
+/// without it; no quota.
+fn raw_tenants(tenants: BTreeSet<String>, snap: &Snapshot) -> Option<Vec<RawTenant>> {
+    (!tenants.is_empty()).then(|| {
+        tenants
+            .into_iter()
+            .map(|name| RawTenant {
+                weight: snap.site.tenant_weight(&name).unwrap_or(1.0),
+                name,
+                quota: None,
+            })
+            .collect()
+    })
+}
+
+/// Holding jobs whose admin comment still holds a gangplan note (to clear).
+fn noted_running(snap: &Snapshot) -> Vec<String> {
+    snap.jobs
         .iter()
         .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
         .filter(|j| j.admin_comment.starts_with(NOTE_PREFIX))
         .map(|j| j.id.to_string())
-        .collect();
-    Ok(SlurmRound {
-        raw,
-        held,
-        ignored,
-        running: running_ids,
-        in_flight,
-        all_nodes,
-        noted_running,
-    })
+        .collect()
 }
 
 /// Seconds until a holding job's time limit ends it: its `end_time` less now (0 once past),
