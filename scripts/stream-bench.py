@@ -7,15 +7,22 @@ Slurm's own record of each job (submit, start and end times, nodes).
     stream-bench.py run --seeds 1 2 3 --runs 2 --modes slurm serve cron --out DIR
 
 Writes DIR/runs.csv (one line per mode, seed and run) and DIR/summary.md (means over runs).
+Besides the waits: per multi-node gang spanning racks, whether one rack had enough nodes with
+no other job on them at its start (`spanning_with_rack_room`); for the planners, from their
+log, the rounds, each round's seconds from its start to its plan, and the mean time from a
+job's release to its start in Slurm. `serve` runs with its own defaults unless
+--serve-flags says otherwise.
 Needs SLURM_CONF in the environment and the gangplan binary (--gangplan).
 """
 
 import argparse
 import csv
+import datetime
 import json
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -77,8 +84,7 @@ def start_planner(mode, args, state):
     common = ["--apply", "--time-limit", str(args.time_limit), "--state-dir", state]
     log = open(os.path.join(state, "planner.log"), "w")
     if mode == "serve":
-        cmd = [args.gangplan, "slurm", "serve", *common, "--poll", "0.2", "--debounce", "0.2",
-               "--max-delay", "2"]
+        cmd = [args.gangplan, "slurm", "serve", *common, *args.serve_flags.split()]
     else:
         one = " ".join([args.gangplan, "slurm", "plan", *common])
         cmd = ["bash", "-c", f"while :; do {one} >/dev/null; sleep {args.cron_interval}; done"]
@@ -113,13 +119,76 @@ def one_run(mode, seed, run, args, rack_of):
         stop_planner(planner, mode)
     if left:
         sh(["scancel", "-n", ",".join(f"{tag}{i}" for i in range(len(jobs)))], check=False)
-    return measure(tag, jobs, window, args.gpus, rack_of, left)
+    return {**measure(tag, jobs, window, args.gpus, rack_of, left),
+            **planner_timing(os.path.join(state, "planner.log"), released_at(tag))}
+
+
+def log_time(line):
+    """Unix seconds of a log line's leading RFC 3339 timestamp, or None."""
+    try:
+        return datetime.datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp()
+    except (ValueError, IndexError):
+        return None
+
+
+def released_at(tag):
+    """Slurm job id -> start time (Unix s) of the jobs of this run, for the planner's timing."""
+    record = json.loads(sh(["squeue", "--json"]))["jobs"]
+    return {str(j["job_id"]): j["start_time"] for j in record if j["name"].startswith(tag)}
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1)] if xs else float("nan")
+
+
+def planner_timing(log, starts):
+    """From the planner's log: rounds, each round's seconds from its start to its plan (reads
+    and planning; median and p90), and from a job's release (`applied ... start job`) to its
+    start in Slurm (mean; Slurm's start times are whole seconds, so this is +-0.5 s)."""
+    plan_s, release_s = [], []
+    if os.path.exists(log):
+        for line in open(log):
+            m = re.search(r" planned .*seconds=([0-9.]+)", line)
+            if m:
+                plan_s.append(float(m.group(1)))
+            m = re.search(r" applied job=(\S+) action=start job", line)
+            t = log_time(line)
+            if m and t is not None and starts.get(m.group(1)):
+                release_s.append(starts[m.group(1)] - t)
+    if not plan_s:
+        return {"rounds": 0, "round_plan_s_median": "", "round_plan_s_p90": "",
+                "release_to_start_s": ""}
+    return {
+        "rounds": len(plan_s),
+        "round_plan_s_median": round(quantile(plan_s, 0.5), 3),
+        "round_plan_s_p90": round(quantile(plan_s, 0.9), 3),
+        "release_to_start_s": round(sum(release_s) / len(release_s), 2) if release_s else "",
+    }
+
+
+def occupied(others, t):
+    """Nodes some job of `others` (nodes, start, end) runs on at time t."""
+    return {n for nodes, start, end in others if start <= t < end for n in nodes}
+
+
+def rack_had_room(size, t, others, rack_of):
+    """Whether one rack had `size` nodes on which no other job ran at time t."""
+    busy = occupied(others, t)
+    free = {}
+    for n, r in rack_of.items():
+        if n not in busy:
+            free[r] = free.get(r, 0) + 1
+    return max(free.values(), default=0) >= size
 
 
 def measure(tag, jobs, window, gpus, rack_of, left):
     record = json.loads(sh(["squeue", "--json"]))["jobs"]
     mine = [j for j in record if j["name"].startswith(tag)]
+    placed = {j["job_id"]: (hostnames(j["nodes"]), j["start_time"], j["end_time"])
+              for j in mine if j["nodes"]}
     waits, big_waits, busy, spans, ends, submits = [], [], 0.0, 0, [], []
+    spans_with_room = 0
     for j in mine:
         i = int(j["name"][len(tag):])
         g = jobs[i][1]
@@ -132,9 +201,11 @@ def measure(tag, jobs, window, gpus, rack_of, left):
             big_waits.append(start - sub)
         busy += g * (end - start)
         ends.append(end)
-        nodes = sh(["scontrol", "show", "hostnames", j["nodes"]]).split() if j["nodes"] else []
+        nodes = placed.get(j["job_id"], ([],))[0]
         if len({rack_of.get(n, "?") for n in nodes}) > 1:
             spans += 1
+            others = [v for k, v in placed.items() if k != j["job_id"]]
+            spans_with_room += rack_had_room(len(nodes), start, others, rack_of)
     waits.sort()
     makespan = max(ends) - min(submits) if ends else float("nan")
     return {
@@ -147,21 +218,33 @@ def measure(tag, jobs, window, gpus, rack_of, left):
         "makespan_s": makespan,
         "utilisation": round(busy / (gpus * makespan), 3),
         "gangs_spanning_racks": spans,
+        "spanning_with_rack_room": spans_with_room,
     }
+
+
+def hostnames(expr):
+    return sh(["scontrol", "show", "hostnames", expr]).split() if expr else []
 
 
 def summary(rows, out):
     keys = ["mean_wait_s", "p95_wait_s", "worst_big_wait_s", "makespan_s", "utilisation",
-            "gangs_spanning_racks", "unfinished"]
+            "gangs_spanning_racks", "spanning_with_rack_room", "unfinished", "rounds",
+            "round_plan_s_median", "release_to_start_s"]
     modes = sorted({r["mode"] for r in rows}, key=["slurm", "serve", "cron"].index)
     lines = ["| mode | runs | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
     for m in modes:
         rs = [r for r in rows if r["mode"] == m]
-        cells = [f"{sum(float(r[k]) for r in rs) / len(rs):.2f}" for k in keys]
+        cells = [mean_cell([r[k] for r in rs]) for k in keys]
         lines.append(f"| {m} | {len(rs)} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def mean_cell(values):
+    """The mean of the values given (blank ones left out), two decimals; blank when none."""
+    xs = [float(v) for v in values if v != ""]
+    return f"{sum(xs) / len(xs):.2f}" if xs else ""
 
 
 def stop_on_sigterm(*_):
@@ -182,6 +265,8 @@ def main():
     ap.add_argument("--run-max", type=int, default=60)
     ap.add_argument("--time-limit", type=float, default=2.0, help="gangplan's planner seconds")
     ap.add_argument("--cron-interval", type=float, default=3.0)
+    ap.add_argument("--serve-flags", default="",
+                    help="more flags for `slurm serve` (default: none, its own defaults)")
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--gangplan", default="target/release/gangplan")
     ap.add_argument("--out", required=True)

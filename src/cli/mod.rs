@@ -190,6 +190,24 @@ pub fn check_seconds_flag(flag: &str, s: f64, most: f64) -> Result<std::time::Du
     }
 }
 
+/// Check a seconds flag that may be 0: a finite number of seconds in [0, most].
+pub fn check_seconds_or_zero_flag(
+    flag: &str,
+    s: f64,
+    most: f64,
+) -> Result<std::time::Duration, Failure> {
+    if s == 0.0 {
+        Ok(std::time::Duration::ZERO)
+    } else {
+        check_seconds_flag(flag, s, most).map_err(|_| {
+            Failure::new(
+                exit::BAD_INPUT,
+                anyhow::anyhow!("--{flag} is {s}; expected seconds in [0, {most}]"),
+            )
+        })
+    }
+}
+
 /// Check a `--time-limit` flag (seconds in (0, 86400], as `policy.time_limit`).
 pub fn check_time_limit_flag(seconds: f64) -> Result<f64, Failure> {
     gangplan::instance::policy::check_time_limit(seconds)

@@ -3,13 +3,14 @@
 //! ([`gangplan::adapters::slurm::watch`]) every `--poll` seconds and runs the same round as
 //! `slurm plan` (same lock, state dir, journal and metrics) when the [`Trigger`] says so: a
 //! change that has settled for `--debounce` seconds, at most `--max-delay` after it was first
-//! seen, and a round every `--idle-round` seconds regardless. SIGTERM and SIGINT end it
-//! between rounds (a round under way finishes first). See docs/slurm.md.
+//! seen, and a round every `--idle-round` seconds regardless. A job that ended or came while
+//! a round ran is planned by the next round at once. SIGTERM and SIGINT end it between rounds
+//! (a round under way finishes first). See docs/slurm.md.
 
 use super::slurm_cmd::{plan, SlurmPlanArgs};
 use super::{exit, Failure};
 use clap::Args;
-use gangplan::adapters::slurm::watch::read_fingerprint;
+use gangplan::adapters::slurm::watch::read_watched;
 use gangplan::adapters::slurm::SlurmCli;
 use gangplan::cron::{Timing, Trigger};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,13 +22,14 @@ pub struct SlurmServeArgs {
     #[command(flatten)]
     pub round: SlurmPlanArgs,
     /// Seconds between two looks at the queue and the nodes (squeue, sinfo).
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    #[arg(long, value_name = "S", default_value_t = 0.2)]
     pub poll: f64,
-    /// Plan once a change has been quiet this many seconds (a burst of submissions is one round).
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    /// Plan once a change has been quiet this many seconds (a burst of submissions is one
+    /// round); 0 plans at the first look that sees it.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
     pub debounce: f64,
     /// Plan a change at most this many seconds after it was first seen, however busy the queue.
-    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub max_delay: f64,
     /// Plan a round at least this often even when nothing changed (start timeouts, aging).
     #[arg(long, value_name = "S", default_value_t = 60.0)]
@@ -70,21 +72,29 @@ pub fn serve(a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     super::plan_cmd::init_logging(a.round.cron.log_format);
     let poll = super::check_seconds_flag("poll", a.poll, 86_400.0)?;
     let mut trigger = Trigger::new(Timing {
-        debounce: super::check_seconds_flag("debounce", a.debounce, 86_400.0)?,
+        debounce: super::check_seconds_or_zero_flag("debounce", a.debounce, 86_400.0)?,
         max_delay: super::check_seconds_flag("max-delay", a.max_delay, 86_400.0)?,
         idle_round: super::check_seconds_flag("idle-round", a.idle_round, 86_400.0)?,
     });
     catch_stop_signals();
     tracing::info!(state_dir = %a.round.state_dir.display(), "serving: planning when the queue or the nodes change");
     let mut rounds = 0u64;
+    // A change came while the last round ran: plan again without waiting for it to settle.
+    let mut again = false;
     while !STOP.load(Ordering::SeqCst) {
-        match read_fingerprint(cli) {
-            Ok(seen) if trigger.observe(seen, Instant::now()) => {
-                run_round(&a.round, cli);
+        match read_watched(cli) {
+            Ok(seen) if again || trigger.observe(seen.fingerprint(), Instant::now()) => {
+                let ran = run_round(&a.round, cli);
                 rounds += 1;
-                // The state after the round (its own releases included) is what it planned.
-                let after = read_fingerprint(cli).unwrap_or(seen);
-                trigger.planned(after, Instant::now());
+                // What the round saw, with its own releases and holds, is what it planned: a
+                // job that ended or came while it ran calls for the next round at once.
+                let after = read_watched(cli).unwrap_or_else(|_| seen.clone());
+                let planned = seen.with_holds_of(&after).fingerprint();
+                trigger.planned(planned, Instant::now());
+                again = ran && planned != after.fingerprint();
+                if again {
+                    continue;
+                }
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not read the queue; trying again"),
@@ -96,13 +106,17 @@ pub fn serve(a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
 }
 
 /// One round, as `slurm plan` runs it; a failed round is logged and the loop goes on (the
-/// next round finishes what it left, as the cron's next run would).
-fn run_round(a: &SlurmPlanArgs, cli: &dyn SlurmCli) {
+/// next round finishes what it left, as the cron's next run would). Whether it ran to the end.
+fn run_round(a: &SlurmPlanArgs, cli: &dyn SlurmCli) -> bool {
     match plan(a.clone(), cli) {
-        Ok(_) => {}
+        Ok(_) => true,
         Err(f) if f.code == exit::LOCKED => {
-            tracing::info!("another round holds the lock; planning again on the next change")
+            tracing::info!("another round holds the lock; planning again on the next change");
+            false
         }
-        Err(f) => tracing::error!(code = f.code, error = %format!("{:#}", f.error), "round failed"),
+        Err(f) => {
+            tracing::error!(code = f.code, error = %format!("{:#}", f.error), "round failed");
+            false
+        }
     }
 }

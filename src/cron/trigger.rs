@@ -144,4 +144,17 @@ mod tests {
         assert!(!t.observe(1, at(t0, 59_000)));
         assert!(t.observe(1, at(t0, 60_000)));
     }
+
+    #[test]
+    fn no_debounce_plans_a_change_at_its_first_sight() {
+        let t0 = Instant::now();
+        let mut t = Trigger::new(Timing {
+            debounce: Duration::ZERO,
+            ..timing()
+        });
+        t.observe(1, t0);
+        t.planned(1, t0);
+        assert!(!t.observe(1, at(t0, 100)), "nothing changed");
+        assert!(t.observe(2, at(t0, 200)), "a change plans when first seen");
+    }
 }

@@ -9,7 +9,8 @@
 //! 2. **The reserved job** is the first pending whole-GPU gang, by priority (highest first),
 //!    then wait (longest first), then file order, that cannot start on one node now: it needs
 //!    several nodes (`gpus_per_node` below `gpus`), or more GPUs than any node of its type has
-//!    free now. Gangs its tenant's quota cannot hold are skipped.
+//!    free now (after each job ranked above it that fits on one node now has taken its GPUs
+//!    there, until its `time_limit`). Gangs its tenant's quota cannot hold are skipped.
 //! 3. **Its start T** is the earliest time at which its shape fits on the GPUs free by then:
 //!    `gpus_per_node` nodes with that many free, or its GPUs on at most `max_nodes` nodes,
 //!    inside one rack or pod when `within` says so, on nodes of a type it accepts. Its
@@ -91,8 +92,8 @@ pub fn plan(inst: &Instance) -> Option<Reservation> {
     if !carries_time(inst) {
         return None;
     }
-    let free_at = free_times(inst);
-    let j = reserved_job(inst, &free_at)?;
+    let mut free_at = free_times(inst);
+    let j = reserved_job(inst, &mut free_at)?;
     let (start, mut nodes) = earliest_fit(inst, &inst.pending[j], &free_at)?;
     nodes.sort_unstable();
     let mut reserved = vec![false; inst.nodes.len()];
@@ -134,8 +135,11 @@ pub fn free_times(inst: &Instance) -> Vec<Vec<f64>> {
 }
 
 /// The pending gang to reserve for: the first, by priority, wait and file order, that cannot
-/// start on one node now.
-fn reserved_job(inst: &Instance, free_at: &[Vec<f64>]) -> Option<usize> {
+/// start on one node now. Each job ahead of it that can takes its GPUs, on the node with the
+/// fewest free GPUs that holds it, in `free_at` (free again at its time limit, or never), so
+/// the reservation is made around the jobs ranked above its gang, as a backfilling scheduler
+/// starts them first.
+fn reserved_job(inst: &Instance, free_at: &mut [Vec<f64>]) -> Option<usize> {
     let mut held = vec![0.0; inst.tenants.len()];
     for r in &inst.running {
         held[r.tenant] += r.gpu_equivalent();
@@ -156,32 +160,33 @@ fn reserved_job(inst: &Instance, free_at: &[Vec<f64>]) -> Option<usize> {
             .then(y.wait.total_cmp(&x.wait))
             .then(a.cmp(&b))
     });
-    let widest = widest_free_now(inst, free_at);
     order.into_iter().find(|&j| {
         let job = &inst.pending[j];
         let several = job.gpus_per_node.is_some_and(|g| g < job.gpus);
-        let here = widest
-            .iter()
-            .filter(|(t, _)| job.accepts_type(t))
-            .map(|(_, &w)| w)
-            .max()
-            .unwrap_or(0);
-        several || job.gpus > here
+        several || !take_one_node_now(inst, job, free_at)
     })
 }
 
-/// Per GPU type: the most GPUs free now on one node of that type.
-fn widest_free_now<'i>(
-    inst: &'i Instance,
-    free_at: &[Vec<f64>],
-) -> std::collections::BTreeMap<&'i str, u32> {
-    let mut widest = std::collections::BTreeMap::new();
-    for (n, node) in inst.nodes.iter().enumerate() {
-        let free = free_at[n].iter().filter(|&&t| t <= 0.0).count() as u32;
-        let w = widest.entry(node.gpu_type.as_str()).or_insert(0);
-        *w = (*w).max(free);
+/// Whether `job` fits now on one node it accepts; if so its GPUs there are taken in
+/// `free_at` (free again at its time limit, or never), on the node with the fewest free GPUs
+/// that holds it.
+fn take_one_node_now(inst: &Instance, job: &PendingJob, free_at: &mut [Vec<f64>]) -> bool {
+    let free_now = |n: NodeIx| free_at[n].iter().filter(|&&t| t <= 0.0).count() as u32;
+    let best = (0..inst.nodes.len())
+        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type) && free_now(n) >= job.gpus)
+        .min_by_key(|&n| (free_now(n), n));
+    let Some(n) = best else {
+        return false;
+    };
+    let until = job.time_limit.unwrap_or(f64::INFINITY);
+    for t in free_at[n]
+        .iter_mut()
+        .filter(|t| **t <= 0.0)
+        .take(job.gpus as usize)
+    {
+        *t = until;
     }
-    widest
+    true
 }
 
 /// The earliest time at which `job`'s shape fits on the GPUs free by then, and the nodes it
@@ -399,12 +404,30 @@ mod tests {
             [Some(0.0), Some(10.0), Some(30.0), Some(20.0)],
             "  - {id: fits, gpus: 8, priority: 5}\n  - {id: young, gpus: 24, gpus_per_node: 8, wait: 10}\n  - {id: old, gpus: 24, gpus_per_node: 8, wait: 99}\n",
         );
-        let r = i.reservation.expect("a reservation");
+        let r = i.reservation.clone().expect("a reservation");
         assert_eq!(
             r.job_id, "old",
             "a one-node job that fits now is not reserved; the older gang is"
         );
-        assert_eq!((r.start, r.nodes), (20.0, vec![0, 1, 3]));
+        assert_eq!(
+            (r.start, r.nodes),
+            (30.0, vec![1, 2, 3]),
+            "n0 goes to the higher-ranked job that fits there now"
+        );
+        assert!(i.may_use_node(&i.pending[0], 0));
+    }
+
+    #[test]
+    fn an_older_one_node_job_that_fits_now_keeps_its_node_from_a_younger_gang() {
+        // n0 is free now; an 8-GPU job that waited longer than the gang takes it.
+        let i = cluster(
+            [Some(0.0), Some(10.0), Some(30.0), Some(20.0)],
+            "  - {id: gang, gpus: 16, gpus_per_node: 8, wait: 5, time_limit: 60}\n  - {id: whole, gpus: 8, wait: 9, time_limit: 60}\n",
+        );
+        let r = i.reservation.clone().expect("a reservation");
+        assert_eq!(r.job_id, "gang");
+        assert_eq!((r.start, r.nodes.clone()), (20.0, vec![1, 3]));
+        assert!(i.may_use_node(&i.pending[1], 0), "n0 is not reserved");
     }
 
     #[test]
