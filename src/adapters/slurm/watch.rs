@@ -108,11 +108,6 @@ pub fn read_watched(cli: &dyn SlurmCli) -> Result<Watched, SlurmError> {
     Ok(Watched::parse(&squeue, &sinfo))
 }
 
-/// Read the queue and the nodes through `cli` and fingerprint them.
-pub fn read_fingerprint(cli: &dyn SlurmCli) -> Result<u64, SlurmError> {
-    read_watched(cli).map(|w| w.fingerprint())
-}
-
 #[cfg(test)]
 mod tests {
     use super::{fingerprint, Watched};
