@@ -47,6 +47,9 @@ pub struct RoundState<'a> {
     /// Nodes holding GPUs freed by preemption and not yet taken.
     pub freed_nodes: std::collections::BTreeSet<NodeIx>,
     index_key: Vec<(bool, u32)>,
+    /// The least CPU and memory per GPU any pending whole-GPU job asks (0: none asks any):
+    /// a node left with less than that per free GPU strands those GPUs.
+    pub least_per_gpu: (u64, u64),
     /// The decisions so far.
     pub assignment: Assignment,
 }
@@ -85,18 +88,12 @@ impl<'a> RoundState<'a> {
             .collect();
         let free: Vec<u32> = free;
         let busy: Vec<u32> = busy;
-        let mut by_free = vec![std::collections::BTreeSet::new(); types.len()];
-        let index_key: Vec<(bool, u32)> = (0..inst.nodes.len())
-            .map(|n| (busy[n] == 0, free[n]))
-            .collect();
-        for n in 0..inst.nodes.len() {
-            by_free[node_type[n]].insert((index_key[n].0, index_key[n].1, n));
-        }
-        RoundState {
+        let mut state = RoundState {
+            least_per_gpu: least_per_gpu(inst),
+            by_free: vec![std::collections::BTreeSet::new(); types.len()],
             node_type,
-            by_free,
             freed_nodes: Default::default(),
-            index_key,
+            index_key: vec![(false, 0); inst.nodes.len()],
             shared,
             free,
             freed: vec![Vec::new(); inst.nodes.len()],
@@ -118,7 +115,36 @@ impl<'a> RoundState<'a> {
             mem_free: before.mem_free.clone(),
             held,
             assignment: Assignment::default(),
+        };
+        for n in 0..inst.nodes.len() {
+            let key = state.index_key_of(n);
+            state.index_key[n] = key;
+            state.by_free[state.node_type[n]].insert((key.0, key.1, n));
         }
+        state
+    }
+
+    /// Free GPUs node n would strand after `on_node` more GPUs and their share of `job`'s CPU
+    /// and memory went there: those of its free GPUs left without the CPU or memory per GPU
+    /// that the least demanding waiting job asks ([`RoundState::least_per_gpu`]).
+    pub fn stranded_after(&self, n: NodeIx, job: &PendingJob, on_node: u32, free: u32) -> u32 {
+        let left = free.saturating_sub(on_node) as u64;
+        let room = |have: Option<i64>, total: u64, least: u64| -> u64 {
+            match have {
+                Some(have) if least > 0 => {
+                    let after = have - resource_share(total, on_node, job.gpus) as i64;
+                    (after.max(0) as u64 / least).min(left)
+                }
+                _ => left,
+            }
+        };
+        let (cpu, mem) = self.least_per_gpu;
+        let usable = room(self.cpu_free[n], job.cpu_milli, cpu).min(room(
+            self.mem_free[n],
+            job.memory_mib,
+            mem,
+        ));
+        (left - usable) as u32
     }
 
     /// Whether GPU (n, g) may be given whole to a job of priority `prio`, and whether it is
@@ -153,7 +179,7 @@ impl<'a> RoundState<'a> {
 
     /// Re-file node n in the best-fit index after its counts changed.
     fn reindex(&mut self, n: NodeIx) {
-        let key = (self.busy[n] == 0, self.free[n]);
+        let key = self.index_key_of(n);
         let old = self.index_key[n];
         if old != key {
             let t = self.node_type[n];
@@ -166,6 +192,16 @@ impl<'a> RoundState<'a> {
         } else {
             self.freed_nodes.insert(n);
         }
+    }
+
+    /// Node n's key in the best-fit index: whether it is empty, and its free GPUs, filed as
+    /// none when it has less CPU or memory left than any pending whole-GPU job asks for one GPU
+    /// (no such job fits there, so best-fit lookups need not look at it).
+    fn index_key_of(&self, n: NodeIx) -> (bool, u32) {
+        let (cpu, mem) = self.least_per_gpu;
+        let short = |left: Option<i64>, least: u64| left.is_some_and(|l| l < least as i64);
+        let starved = short(self.cpu_free[n], cpu) || short(self.mem_free[n], mem);
+        (self.busy[n] == 0, if starved { 0 } else { self.free[n] })
     }
 
     /// How many whole GPUs of node n a job of priority `prio` may take (O(1) but for freed GPUs).
@@ -321,7 +357,6 @@ impl<'a> RoundState<'a> {
                     None => self.taken[n][gi] = Some(j),
                 }
             }
-            self.reindex(n);
             let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
             if let Some(c) = self.cpu_free[n].as_mut() {
                 *c -= resource_share(job.cpu_milli, on, job.gpus) as i64;
@@ -329,6 +364,7 @@ impl<'a> RoundState<'a> {
             if let Some(m) = self.mem_free[n].as_mut() {
                 *m -= resource_share(job.memory_mib, on, job.gpus) as i64;
             }
+            self.reindex(n);
         }
         self.held[job.tenant] += job.gpu_equivalent();
         self.assignment.placed.insert(j, gpus);
@@ -366,7 +402,6 @@ impl<'a> RoundState<'a> {
                     }
                 }
             }
-            self.reindex(n);
             let on = if job.gpus == 0 { 0 } else { idx.len() as u32 };
             if let Some(c) = self.cpu_free[n].as_mut() {
                 *c += resource_share(job.cpu_milli, on, job.gpus) as i64;
@@ -374,6 +409,7 @@ impl<'a> RoundState<'a> {
             if let Some(m) = self.mem_free[n].as_mut() {
                 *m += resource_share(job.memory_mib, on, job.gpus) as i64;
             }
+            self.reindex(n);
         }
         self.held[job.tenant] -= job.gpu_equivalent();
         Some(gpus)
@@ -653,4 +689,17 @@ mod tests {
         drop(tx);
         assert_eq!(format!("{state:?}"), reference);
     }
+}
+
+/// The least CPU and memory per GPU that a pending whole-GPU job asks (see
+/// [`RoundState::least_per_gpu`]).
+fn least_per_gpu(inst: &Instance) -> (u64, u64) {
+    let whole = || inst.pending.iter().filter(|j| j.gpus > 0 && !j.is_sharer());
+    let least = |amount: fn(&PendingJob) -> u64| {
+        whole()
+            .map(|j| amount(j) / j.gpus as u64)
+            .min()
+            .unwrap_or(0)
+    };
+    (least(|j| j.cpu_milli), least(|j| j.memory_mib))
 }

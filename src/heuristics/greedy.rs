@@ -57,6 +57,18 @@ pub fn portfolio(
     topo: &Topology,
     deadline: Option<std::time::Instant>,
 ) -> Assignment {
+    portfolio_leaving(inst, topo, deadline, 0.0)
+}
+
+/// [`portfolio`], its passes after the first ending in time to leave `passes_left` more
+/// passes' worth of time (each as long as the first) before `deadline`, for work that follows
+/// the portfolio in the round.
+pub fn portfolio_leaving(
+    inst: &Instance,
+    topo: &Topology,
+    deadline: Option<std::time::Instant>,
+    passes_left: f64,
+) -> Assignment {
     let passes: Vec<(Order, Option<f64>)> = [
         (Order::ValuePerGpu, Some(0.0)),
         (Order::ValuePerGpu, None),
@@ -80,7 +92,8 @@ pub fn portfolio(
     let fit = match deadline {
         None => rest.len(),
         Some(d) => {
-            let left = d.saturating_duration_since(std::time::Instant::now());
+            let leave = first.mul_f64(passes_left);
+            let left = d.saturating_duration_since(std::time::Instant::now() + leave);
             let waves = (left.as_secs_f64() / (2.0 * first.as_secs_f64()).max(1e-6)) as usize;
             rest.len().min(waves * rayon::current_num_threads().max(1))
         }
@@ -253,8 +266,8 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
     idx
 }
 
-/// What makes two jobs interchangeable for fitting: type, size, shape, resources, and whether
-/// the round's reserved nodes are open to them.
+/// What makes two jobs interchangeable for fitting, CPU and memory aside: type, size, shape,
+/// and whether the round's reserved nodes are open to them.
 type ShapeKey = (
     Option<Vec<String>>,
     u32,
@@ -262,18 +275,20 @@ type ShapeKey = (
     Option<u32>,
     Option<u32>,
     Option<u32>,
-    u64,
-    u64,
     bool,
 );
 
+/// A shape's failure: the CPU and memory the job asked, and the priority it failed at.
+type Failure = (u64, u64, i64);
+
 /// Shapes that failed to fit in this pass. The state only fills up between preemptions, so a
-/// shape that did not fit (at a priority) will not fit later (at that priority or lower) until
-/// a preemption frees GPUs; then the memo is cleared. Saves most placement searches on
-/// crowded rounds.
+/// shape that did not fit (at a priority, with some CPU and memory) will not fit later at that
+/// priority or lower with as much CPU and memory or more, until a preemption frees GPUs; then
+/// the memo is cleared. Saves most placement searches on crowded rounds, and where CPU and
+/// memory differ from job to job.
 #[derive(Debug, Default)]
 struct FailureMemo {
-    failed: BTreeMap<ShapeKey, i64>,
+    failed: BTreeMap<ShapeKey, Vec<Failure>>,
     preemptions_seen: usize,
 }
 
@@ -297,12 +312,15 @@ impl FailureMemo {
             job.max_nodes,
             job.gpus_per_node,
             job.gpu_milli,
-            job.cpu_milli,
-            job.memory_mib,
             state.inst.reserved_nodes_open_to(job),
         );
         let priority_matters = preempt_margin.is_some() && state.inst.policy.preemption;
-        if self.failed.get(&key).is_some_and(|&p| job.priority <= p) {
+        let (cpu, mem) = (job.cpu_milli, job.memory_mib);
+        let known = self.failed.get(&key).is_some_and(|fs| {
+            fs.iter()
+                .any(|&(c, m, p)| c <= cpu && m <= mem && job.priority <= p)
+        });
+        if known {
             return false;
         }
         let outcome = place_job(state, topo, j, preempt_margin, victims);
@@ -315,8 +333,10 @@ impl FailureMemo {
             } else {
                 i64::MAX
             };
-            let e = self.failed.entry(key).or_insert(i64::MIN);
-            *e = (*e).max(p);
+            let fs = self.failed.entry(key).or_default();
+            // Keep only the failures no other one implies.
+            fs.retain(|&(c, m, q)| !(cpu <= c && mem <= m && p >= q));
+            fs.push((cpu, mem, p));
         }
         outcome == PlaceOutcome::Placed
     }

@@ -139,11 +139,22 @@ pub struct GreedyPlan {
 }
 
 impl GreedyPlan {
-    /// The greedy portfolio, starting no pass after the budget's work deadline.
-    fn run(inst: &Instance, topo: &Topology, budget: &Budget) -> Self {
+    /// The greedy portfolio, starting no pass after the budget's work deadline; with
+    /// `choice_follows` (the aggregated model is solving), its later passes leave time to place
+    /// the model's choice ([`Budget::PASSES_TO_PLACE_CHOICE`]).
+    fn run(inst: &Instance, topo: &Topology, budget: &Budget, choice_follows: bool) -> Self {
         let started = Instant::now();
-        let assignment =
-            crate::heuristics::greedy::portfolio(inst, topo, Some(budget.work_until()));
+        let leave = if choice_follows {
+            Budget::PASSES_TO_PLACE_CHOICE
+        } else {
+            0.0
+        };
+        let assignment = crate::heuristics::greedy::portfolio_leaving(
+            inst,
+            topo,
+            Some(budget.work_until()),
+            leave,
+        );
         let took = started.elapsed();
         let objective = evaluate(inst, topo, &assignment).total();
         tracing::debug!(
@@ -207,7 +218,8 @@ pub fn solve_with(
     // The aggregated model needs no MIP start: it runs while the greedy plans.
     let early = (ilp && mode != Mode::PerNode && budget.can_start_aggregated())
         .then(|| aggregated::start(inst, topo, opts, Arc::clone(&backend), limit));
-    let greedy = GreedyPlan::run(inst, topo, &budget);
+    let choice_follows = matches!(early, Some(Ok(_)));
+    let greedy = GreedyPlan::run(inst, topo, &budget, choice_follows);
     if !ilp {
         return SolveOutcome::heuristic("greedy", greedy.assignment, greedy.objective);
     }

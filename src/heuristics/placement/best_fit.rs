@@ -1,6 +1,7 @@
 //! Best-fit node choice, used when the instance carries no task distribution: a one-node job
-//! goes to the node it leaves fullest, nodes already in use before empty ones, lowest index on
-//! ties; a sharer to the shared GPU it leaves fullest, else a fresh GPU on such a node.
+//! goes to the node it leaves fullest, nodes already in use before empty ones, passing over a
+//! node that would keep free GPUs without the CPU or memory any waiting job asks, lowest index
+//! on ties; a sharer to the shared GPU it leaves fullest, else a fresh GPU on such a node.
 
 use crate::assignment::GpuSet;
 use crate::instance::{NodeIx, PendingJob};
@@ -11,12 +12,20 @@ use crate::units::MILLI_PER_GPU;
 /// One GPU: node and index.
 type Gpu = (NodeIx, u32);
 
-/// The best node for a whole gang on one node: in use before empty, then the fewest GPUs
-/// left, then the lowest index; O(log n) per GPU type through the round state's index.
+/// Fitting nodes of one kind (in use, or empty) looked at per GPU type, fewest GPUs left
+/// first, when the first strands GPUs ([`RoundState::stranded_after`]): a node whose CPU or
+/// memory the job would take while GPUs stay free is passed over for one a little less full
+/// that keeps them usable (a choice: enough to find such a node where CPU or memory bind, few
+/// enough to keep the lookup cheap).
+const STRANDING_CANDIDATES: usize = 8;
+
+/// The best node for a whole gang on one node: in use before empty, then the fewest free GPUs
+/// stranded without CPU or memory, then the fewest GPUs left, then the lowest index; per GPU
+/// type through the round state's index, looking past the best fit only while it strands GPUs.
 pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
     let g = job.gpus;
-    let mut best: Option<(bool, u32, NodeIx)> = None;
-    let mut offer = |key: (bool, u32, NodeIx)| {
+    let mut best: Option<(bool, u32, u32, NodeIx)> = None;
+    let mut offer = |key: (bool, u32, u32, NodeIx)| {
         if best.is_none_or(|b| key < b) {
             best = Some(key);
         }
@@ -26,11 +35,19 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
             continue;
         }
         for empty in [false, true] {
-            let found = set
+            let fitting = set
                 .range((empty, g, 0)..=(empty, u32::MAX, usize::MAX))
-                .find(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
-            if let Some(&(e, free, n)) = found {
-                offer((e, free - g, n));
+                .filter(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
+            let mut found = false;
+            for (&(e, free, n), _) in fitting.zip(0..STRANDING_CANDIDATES) {
+                let stranded = state.stranded_after(n, job, g, free);
+                offer((e, stranded, free - g, n));
+                found = true;
+                if stranded == 0 {
+                    break;
+                }
+            }
+            if found {
                 break;
             }
         }
@@ -41,10 +58,11 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
         }
         let avail = state.avail_count(n, job.priority);
         if avail >= g && state.fits_resources(n, job, g) {
-            offer((!state.node_in_use(n), avail - g, n));
+            let stranded = state.stranded_after(n, job, g, avail);
+            offer((!state.node_in_use(n), stranded, avail - g, n));
         }
     }
-    best.map(|(_, _, n)| n)
+    best.map(|(_, _, _, n)| n)
 }
 
 /// The GPU for a sharer: a GPU already shared, the one left fullest (least milli left after),
