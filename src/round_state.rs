@@ -40,6 +40,14 @@ pub struct RoundState<'a> {
     pub busy: Vec<u32>,
     /// GPUs shared before the round or opened for sharing in it.
     pub shared: std::collections::BTreeSet<(NodeIx, u32)>,
+    /// The shared GPUs no preempted job shares, by (milli left, node empty, node, GPU): the
+    /// best-fit lookup of a sharer in O(log n) (their room does not depend on the sharer's
+    /// priority).
+    pub shared_by_room: std::collections::BTreeSet<SharedRoom>,
+    /// The shared GPUs a preempted job shares: their room depends on the sharer's priority
+    /// ([`RoundState::shareable_milli`]), so they are looked at one by one.
+    pub shared_with_victims: std::collections::BTreeSet<(NodeIx, u32)>,
+    shared_room_key: std::collections::BTreeMap<(NodeIx, u32), SharedRoom>,
     /// GPU type id of each node (index into the sorted distinct type names).
     pub node_type: Vec<usize>,
     /// Per type id: nodes keyed by (not in use, free GPUs, node): best-fit lookups in O(log n).
@@ -47,12 +55,16 @@ pub struct RoundState<'a> {
     /// Nodes holding GPUs freed by preemption and not yet taken.
     pub freed_nodes: std::collections::BTreeSet<NodeIx>,
     index_key: Vec<(bool, u32)>,
-    /// The least CPU and memory per GPU any pending whole-GPU job asks (0: none asks any):
+    /// The least CPU and memory per GPU any pending job holding GPUs asks (0: none asks any):
     /// a node left with less than that per free GPU strands those GPUs.
     pub least_per_gpu: (u64, u64),
     /// The decisions so far.
     pub assignment: Assignment,
 }
+
+/// A shared GPU's key in [`RoundState::shared_by_room`]: milli left, whether its node is
+/// empty, node, GPU.
+pub type SharedRoom = (u32, bool, NodeIx, u32);
 
 impl<'a> RoundState<'a> {
     /// A round with nothing decided.
@@ -94,6 +106,9 @@ impl<'a> RoundState<'a> {
             node_type,
             freed_nodes: Default::default(),
             index_key: vec![(false, 0); inst.nodes.len()],
+            shared_by_room: Default::default(),
+            shared_with_victims: Default::default(),
+            shared_room_key: Default::default(),
             shared,
             free,
             freed: vec![Vec::new(); inst.nodes.len()],
@@ -120,6 +135,7 @@ impl<'a> RoundState<'a> {
             let key = state.index_key_of(n);
             state.index_key[n] = key;
             state.by_free[state.node_type[n]].insert((key.0, key.1, n));
+            state.refile_shared(n);
         }
         state
     }
@@ -192,11 +208,49 @@ impl<'a> RoundState<'a> {
         } else {
             self.freed_nodes.insert(n);
         }
+        self.refile_shared(n);
+    }
+
+    /// Re-file node n's shared GPUs in [`RoundState::shared_by_room`] or
+    /// [`RoundState::shared_with_victims`] after its state changed.
+    fn refile_shared(&mut self, n: NodeIx) {
+        let gpus: Vec<u32> = self
+            .shared
+            .range((n, 0)..=(n, u32::MAX))
+            .map(|&(_, g)| g)
+            .collect();
+        let stale: Vec<(NodeIx, u32)> = self
+            .shared_room_key
+            .range((n, 0)..=(n, u32::MAX))
+            .map(|(&gpu, _)| gpu)
+            .filter(|&(_, g)| !gpus.contains(&g))
+            .collect();
+        for gpu in stale {
+            let old = self.shared_room_key.remove(&gpu);
+            self.shared_by_room.remove(&old.expect("a filed GPU"));
+        }
+        for g in gpus {
+            if let Some(old) = self.shared_room_key.remove(&(n, g)) {
+                self.shared_by_room.remove(&old);
+            }
+            self.shared_with_victims.remove(&(n, g));
+            let victim_shares = match &self.before.gpus[n][g as usize] {
+                GpuUse::Shared { jobs, .. } => jobs.iter().any(|&k| self.preempted[k]),
+                _ => false,
+            };
+            if victim_shares {
+                self.shared_with_victims.insert((n, g));
+            } else if let Some(left) = self.shareable_milli(n, g, i64::MAX) {
+                let key = (left, self.busy[n] == 0, n, g);
+                self.shared_by_room.insert(key);
+                self.shared_room_key.insert((n, g), key);
+            }
+        }
     }
 
     /// Node n's key in the best-fit index: whether it is empty, and its free GPUs, filed as
-    /// none when it has less CPU or memory left than any pending whole-GPU job asks for one GPU
-    /// (no such job fits there, so best-fit lookups need not look at it).
+    /// none when it has less CPU or memory left than any pending job asks for one GPU (no job
+    /// fits a GPU there, so best-fit lookups need not look at it).
     fn index_key_of(&self, n: NodeIx) -> (bool, u32) {
         let (cpu, mem) = self.least_per_gpu;
         let short = |left: Option<i64>, least: u64| left.is_some_and(|l| l < least as i64);
@@ -313,10 +367,11 @@ impl<'a> RoundState<'a> {
             if let Some(m) = self.mem_free[*n].as_mut() {
                 *m += sign * resource_share(r.memory_mib, on, total) as i64;
             }
+            let node = *n;
             if r.gpu_milli.is_some() {
+                self.reindex(node);
                 continue;
             }
-            let node = *n;
             for &g in idx {
                 if self.before.gpus[*n][g as usize] != GpuUse::Whole(k) {
                     continue;
@@ -537,12 +592,27 @@ impl Drop for Transaction<'_, '_> {
     }
 }
 
+/// The least CPU and memory per GPU that a pending job holding GPUs asks (see
+/// [`RoundState::least_per_gpu`]; a sharer asks all of its own for its one GPU).
+fn least_per_gpu(inst: &Instance) -> (u64, u64) {
+    let whole = || inst.pending.iter().filter(|j| j.gpus > 0);
+    let least = |amount: fn(&PendingJob) -> u64| {
+        whole()
+            .map(|j| amount(j) / j.gpus as u64)
+            .min()
+            .unwrap_or(0)
+    };
+    (least(|j| j.cpu_milli), least(|j| j.memory_mib))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::gen::{generate, GenParams};
     use crate::hardware::ModelLibrary;
     use crate::instance::validate::validate;
+    use crate::topology::Topology;
+    use std::collections::BTreeSet;
 
     /// A random round with running jobs, sharers and CPU-only work.
     fn round(seed: u64) -> Instance {
@@ -689,17 +759,109 @@ mod tests {
         drop(tx);
         assert_eq!(format!("{state:?}"), reference);
     }
-}
 
-/// The least CPU and memory per GPU that a pending whole-GPU job asks (see
-/// [`RoundState::least_per_gpu`]).
-fn least_per_gpu(inst: &Instance) -> (u64, u64) {
-    let whole = || inst.pending.iter().filter(|j| j.gpus > 0 && !j.is_sharer());
-    let least = |amount: fn(&PendingJob) -> u64| {
-        whole()
-            .map(|j| amount(j) / j.gpus as u64)
+    /// The best-fit and sharer indices, rebuilt from the state's counts.
+    fn rebuilt_indices(state: &RoundState) -> String {
+        let inst = state.inst;
+        let (cpu, mem) = state.least_per_gpu;
+        let short = |l: Option<i64>, least: u64| l.is_some_and(|l| l < least as i64);
+        let mut by_free: Vec<BTreeSet<(bool, u32, NodeIx)>> =
+            vec![BTreeSet::new(); state.by_free.len()];
+        for n in 0..inst.nodes.len() {
+            let starved = short(state.cpu_free[n], cpu) || short(state.mem_free[n], mem);
+            let free = if starved { 0 } else { state.free[n] };
+            by_free[state.node_type[n]].insert((state.busy[n] == 0, free, n));
+        }
+        let (mut by_room, mut with_victims) = (BTreeSet::new(), BTreeSet::new());
+        for &(n, g) in &state.shared {
+            let victim = match &state.before.gpus[n][g as usize] {
+                GpuUse::Shared { jobs, .. } => jobs.iter().any(|&k| state.preempted[k]),
+                _ => false,
+            };
+            if victim {
+                with_victims.insert((n, g));
+            } else if let Some(left) = state.shareable_milli(n, g, i64::MAX) {
+                by_room.insert((left, state.busy[n] == 0, n, g));
+            }
+        }
+        format!("{by_free:?} {by_room:?} {with_victims:?}")
+    }
+
+    fn indices(state: &RoundState) -> String {
+        format!(
+            "{:?} {:?} {:?}",
+            state.by_free, state.shared_by_room, state.shared_with_victims
+        )
+    }
+
+    #[test]
+    fn the_indices_follow_every_change() {
+        for seed in 0..8 {
+            let inst = round(seed);
+            let before = ClusterState::new(&inst);
+            let mut state = base(&inst, &before);
+            assert_eq!(
+                indices(&state),
+                rebuilt_indices(&state),
+                "seed {seed}, base"
+            );
+            let mut tx = state.transaction();
+            churn(&mut tx);
+            assert_eq!(indices(&tx), rebuilt_indices(&tx), "seed {seed}, churned");
+            drop(tx);
+            assert_eq!(
+                indices(&state),
+                rebuilt_indices(&state),
+                "seed {seed}, undone"
+            );
+        }
+    }
+
+    /// The sharer's GPU by looking at every shared GPU: a GPU already shared, the one left
+    /// fullest, on a node in use first, lowest node and GPU on ties.
+    fn sharer_by_scan(state: &RoundState, topo: &Topology, j: usize) -> Option<(NodeIx, u32)> {
+        let job = &state.inst.pending[j];
+        let m = job.gpu_milli?;
+        let mask = topo.type_mask(job);
+        state
+            .shared
+            .iter()
+            .filter(|&&(n, _)| mask[topo.node_type[n]] && state.fits_resources(n, job, 1))
+            .filter_map(|&(n, g)| {
+                let left = state.shareable_milli(n, g, job.priority)?;
+                (left >= m).then_some((left - m, !state.node_in_use(n), n, g))
+            })
             .min()
-            .unwrap_or(0)
-    };
-    (least(|j| j.cpu_milli), least(|j| j.memory_mib))
+            .map(|(_, _, n, g)| (n, g))
+    }
+
+    #[test]
+    fn a_sharer_goes_to_the_fullest_shared_gpu_that_admits_it() {
+        let mut compared = 0;
+        for seed in 0..8 {
+            let inst = round(seed);
+            let topo = Topology::new(&inst);
+            let before = ClusterState::new(&inst);
+            let mut state = base(&inst, &before);
+            let mut tx = state.transaction();
+            churn(&mut tx);
+            for j in (0..inst.pending.len()).filter(|&j| inst.pending[j].is_sharer()) {
+                let Some(expected) = sharer_by_scan(&tx, &topo, j) else {
+                    continue;
+                };
+                let got =
+                    crate::heuristics::placement::best_fit::sharer(&tx, &topo, &inst.pending[j]);
+                assert_eq!(
+                    got,
+                    Some(GpuSet::from([(expected.0, vec![expected.1])])),
+                    "seed {seed}, job {j}"
+                );
+                compared += 1;
+            }
+        }
+        assert!(
+            compared > 10,
+            "only {compared} sharers had a shared GPU to go to"
+        );
+    }
 }

@@ -188,12 +188,14 @@ pub fn greedy_pass(
 ///
 /// `preempted_first` are preempted before any job is placed (the aggregated model's victims);
 /// those whose GPUs, CPU and memory nothing ended up needing are released again at the end.
+/// With `until`, the pass considers no job after that instant (the jobs not reached wait).
 pub fn greedy_sequence(
     inst: &Instance,
     topo: &Topology,
     sequence: &[usize],
     preempt_margin: Option<f64>,
     preempted_first: &[usize],
+    until: Option<std::time::Instant>,
 ) -> Assignment {
     let before = ClusterState::new(inst);
     let mut state = RoundState::new(inst, &before);
@@ -203,6 +205,9 @@ pub fn greedy_sequence(
     let victims = victims_by_cost(inst);
     let mut memo = FailureMemo::default();
     for &j in sequence {
+        if until.is_some_and(|t| std::time::Instant::now() >= t) {
+            break;
+        }
         memo.place(&mut state, topo, j, preempt_margin, &victims);
     }
     keep_needed_victims(&mut state, preempted_first);
@@ -268,8 +273,8 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
 
 /// What makes two jobs interchangeable for fitting, CPU and memory aside: type, size, shape,
 /// and whether the round's reserved nodes are open to them.
-type ShapeKey = (
-    Option<Vec<String>>,
+type ShapeKey<'a> = (
+    Option<&'a [String]>,
     u32,
     Option<crate::instance::Locality>,
     Option<u32>,
@@ -287,32 +292,33 @@ type Failure = (u64, u64, i64);
 /// the memo is cleared. Saves most placement searches on crowded rounds, and where CPU and
 /// memory differ from job to job.
 #[derive(Debug, Default)]
-struct FailureMemo {
-    failed: BTreeMap<ShapeKey, Vec<Failure>>,
+struct FailureMemo<'a> {
+    failed: BTreeMap<ShapeKey<'a>, Vec<Failure>>,
     preemptions_seen: usize,
 }
 
-impl FailureMemo {
+impl<'a> FailureMemo<'a> {
     fn place(
         &mut self,
-        state: &mut RoundState,
+        state: &mut RoundState<'a>,
         topo: &Topology,
         j: usize,
         preempt_margin: Option<f64>,
         victims: &[usize],
     ) -> bool {
-        let job = &state.inst.pending[j];
+        let inst: &'a Instance = state.inst;
+        let job = &inst.pending[j];
         if !state.quota_allows(job) {
             return false;
         }
-        let key: ShapeKey = (
-            job.gpu_types.clone(),
+        let key: ShapeKey<'a> = (
+            job.gpu_types.as_deref(),
             job.gpus,
             job.within,
             job.max_nodes,
             job.gpus_per_node,
             job.gpu_milli,
-            state.inst.reserved_nodes_open_to(job),
+            inst.reserved_nodes_open_to(job),
         );
         let priority_matters = preempt_margin.is_some() && state.inst.policy.preemption;
         let (cpu, mem) = (job.cpu_milli, job.memory_mib);

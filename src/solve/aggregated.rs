@@ -199,7 +199,10 @@ fn second_stage(
     let stage_started = Instant::now();
     let chosen = &choice.chosen;
     let order = greedy_order(inst, Order::ValuePerGpu);
-    let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims);
+    // A pass still under way at the work deadline leaves the jobs it did not reach waiting
+    // (chosen jobs come first), so a loaded machine costs plan quality, not the deadline.
+    let until = Some(budget.work_until());
+    let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims, until);
     let plans = placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took);
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),

@@ -9,9 +9,6 @@ use crate::round_state::RoundState;
 use crate::topology::Topology;
 use crate::units::MILLI_PER_GPU;
 
-/// One GPU: node and index.
-type Gpu = (NodeIx, u32);
-
 /// Fitting nodes of one kind (in use, or empty) looked at per GPU type, fewest GPUs left
 /// first, when the first strands GPUs ([`RoundState::stranded_after`]): a node whose CPU or
 /// memory the job would take while GPUs stay free is passed over for one a little less full
@@ -69,13 +66,18 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
 /// on a node in use first; else a fresh free GPU on the best-fit node in use (its highest free
 /// index, so low indices stay together for gangs).
 pub fn sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<GpuSet> {
-    let inst = state.inst;
     let m = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
     let mask = topo.type_mask(job);
-    // Key: milli left after, node not in use, node, GPU.
-    let mut best: Option<((u32, bool, NodeIx, u32), Gpu)> = None;
-    for &(n, g) in &state.shared {
-        if !mask[topo.node_type[n]] || !state.fits_resources(n, job, 1) {
+    let open = |n: NodeIx| mask[topo.node_type[n]] && state.fits_resources(n, job, 1);
+    // Key: milli left after, node not in use, node, GPU. The indexed GPUs come in key order,
+    // so the first that admits the job is their best.
+    let mut best: Option<(u32, bool, NodeIx, u32)> = state
+        .shared_by_room
+        .range((m, false, 0, 0)..)
+        .find(|&&(_, _, n, _)| open(n))
+        .map(|&(left, empty, n, g)| (left - m, empty, n, g));
+    for &(n, g) in &state.shared_with_victims {
+        if !open(n) {
             continue;
         }
         if let Some(left) = state
@@ -83,23 +85,43 @@ pub fn sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<G
             .filter(|&l| l >= m)
         {
             let key = (left - m, !state.node_in_use(n), n, g);
-            if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                best = Some((key, (n, g)));
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
             }
         }
     }
-    if let Some((_, (n, g))) = best {
+    if let Some((_, _, n, g)) = best {
         return Some(GpuSet::from([(n, vec![g])]));
     }
-    let n = (0..inst.nodes.len())
-        .filter(|&n| {
-            mask[topo.node_type[n]] && state.free[n] > 0 && state.fits_resources(n, job, 1)
-        })
-        .min_by_key(|&n| (!state.node_in_use(n), state.free[n], n))?;
-    let g = (0..inst.nodes[n].gpus)
+    let n = fresh_gpu_node(state, &mask, job)?;
+    let g = (0..state.inst.nodes[n].gpus)
         .rev()
         .find(|&g| state.whole_gpu(n, g, i64::MIN) == Some(true))?;
     Some(GpuSet::from([(n, vec![g])]))
+}
+
+/// The node whose free GPU a sharer opens: in use before empty, then the fewest free GPUs,
+/// then the lowest index, among nodes of an accepted type with CPU and memory for it; per GPU
+/// type through the round state's index.
+fn fresh_gpu_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
+    let mut best: Option<(bool, u32, NodeIx)> = None;
+    for (t, set) in state.by_free.iter().enumerate() {
+        if !mask.get(t).copied().unwrap_or(false) {
+            continue;
+        }
+        for empty in [false, true] {
+            let found = set
+                .range((empty, 1, 0)..=(empty, u32::MAX, usize::MAX))
+                .find(|&&(_, _, n)| state.fits_resources(n, job, 1));
+            if let Some(&key) = found {
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+                break;
+            }
+        }
+    }
+    best.map(|(_, _, n)| n)
 }
 
 /// The node for a CPU-only job: in use before empty, least CPU left, lowest index.
@@ -114,4 +136,38 @@ pub fn cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
             )
         })
         .map(|n| GpuSet::from([(n, Vec::new())]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::single_node;
+    use crate::hardware::ModelLibrary;
+    use crate::instance::load::parse_instance;
+    use crate::round_state::RoundState;
+    use crate::state::ClusterState;
+
+    /// n1 is the fuller node, but the job would leave its last free GPU with 4 of the 8 CPUs
+    /// the least demanding waiting job asks; n2 keeps every free GPU usable.
+    const STRANDING: &str = "
+nodes:
+  - {name: n1, gpus: 8, cpu_milli: 64000}
+  - {name: n2, gpus: 8, cpu_milli: 64000}
+running:
+  - {id: r1, gpus: {n1: [0, 1, 2, 3, 4, 5]}, cpu_milli: 48000}
+  - {id: r2, gpus: {n2: [0, 1, 2, 3, 4]}, cpu_milli: 24000}
+pending:
+  - {id: heavy, gpus: 1, cpu_milli: 12000}
+  - {id: light, gpus: 1, cpu_milli: 8000}
+";
+
+    #[test]
+    fn the_fullest_node_is_passed_over_when_it_would_strand_gpus() {
+        let inst = parse_instance(STRANDING, "stranding", &ModelLibrary::builtin()).unwrap();
+        let before = ClusterState::new(&inst);
+        let state = RoundState::new(&inst, &before);
+        let mask = [true];
+        // The heavy job strands n1's other GPU there; the light one strands nothing anywhere.
+        assert_eq!(single_node(&state, &mask, &inst.pending[0]), Some(1));
+        assert_eq!(single_node(&state, &mask, &inst.pending[1]), Some(0));
+    }
 }
