@@ -5,10 +5,10 @@ use super::output::{gpus_phrase, job_name};
 use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
 use super::types::*;
 use crate::assignment::Assignment;
-use crate::instance::{Instance, Locality};
+use crate::instance::{Instance, Locality, NodeIx};
 use crate::state::ClusterState;
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 /// Render an assignment. `solver` is filled by the caller.
@@ -28,10 +28,11 @@ pub fn render_plan_until(
 ) -> Plan {
     let before = ClusterState::new(inst);
     let placements = placements(inst, a);
+    let takers = gpu_takers(a);
     let preemptions = a
         .preempted
         .iter()
-        .map(|&k| preemption(inst, a, k))
+        .map(|&k| preemption(inst, &takers, k))
         .collect();
     let after = AfterRound::new(inst, &before, a);
     let waiting: Vec<usize> = (0..inst.pending.len())
@@ -53,6 +54,19 @@ pub fn render_plan_until(
     }
 }
 
+/// The placed jobs on each GPU (several where sharers share it), in job order.
+fn gpu_takers(a: &Assignment) -> HashMap<(NodeIx, u32), Vec<usize>> {
+    let mut takers: HashMap<(NodeIx, u32), Vec<usize>> = HashMap::new();
+    for (&j, set) in &a.placed {
+        for (&n, idx) in set {
+            for &g in idx {
+                takers.entry((n, g)).or_default().push(j);
+            }
+        }
+    }
+    takers
+}
+
 /// The placed jobs, by name: each one's GPUs per node name.
 fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
     a.placed
@@ -70,18 +84,23 @@ fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
 
 /// Running job k preempted, with what it frees and for whom: `frees 4 GPUs on n1 for a, b`
 /// (the placed jobs given any of its GPUs), or `for higher-priority work` when none is.
-fn preemption(inst: &Instance, a: &Assignment, k: usize) -> Preemption {
+fn preemption(
+    inst: &Instance,
+    takers: &HashMap<(NodeIx, u32), Vec<usize>>,
+    k: usize,
+) -> Preemption {
     let r = &inst.running[k];
-    let takers: Vec<String> = a
-        .placed
+    let on_its_gpus: BTreeSet<usize> = r
+        .gpus
         .iter()
-        .filter(|(_, set)| {
-            r.gpus.iter().any(|(n, idx)| {
-                set.get(n)
-                    .is_some_and(|s| s.iter().any(|g| idx.contains(g)))
-            })
-        })
-        .map(|(&j, _)| job_name(&inst.pending[j].id))
+        .flat_map(|(n, idx)| idx.iter().map(move |&g| (*n, g)))
+        .filter_map(|gpu| takers.get(&gpu))
+        .flatten()
+        .copied()
+        .collect();
+    let takers: Vec<String> = on_its_gpus
+        .into_iter()
+        .map(|j| job_name(&inst.pending[j].id))
         .collect();
     let where_: Vec<String> = r
         .gpus
