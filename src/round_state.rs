@@ -314,6 +314,33 @@ impl<'a> RoundState<'a> {
         self.cpu_free[n].is_none_or(|c| c >= cpu) && self.mem_free[n].is_none_or(|m| m >= mem)
     }
 
+    /// The most of `job`'s GPUs node n has CPU and memory for (and admits under the round's
+    /// reservation): the largest g with [`RoundState::fits_resources`]`(n, job, g)`, 0 when
+    /// none fits, `u32::MAX` when nothing limits it. A job's share of a node is
+    /// ceil(total g / gpus), at most what is left exactly when g <= left gpus / total.
+    pub fn gpus_fitting(&self, n: NodeIx, job: &PendingJob) -> u32 {
+        if !self.inst.may_use_node(job, n) {
+            return 0;
+        }
+        let most = |left: Option<i64>, total: u64| -> u64 {
+            match left {
+                None => u64::MAX,
+                Some(l) if l < 0 => 0,
+                Some(_) if total == 0 => u64::MAX,
+                Some(l) if job.gpus <= 1 => {
+                    if l as u64 >= total {
+                        u64::MAX
+                    } else {
+                        0
+                    }
+                }
+                Some(l) => (l as u128 * job.gpus as u128 / total as u128) as u64,
+            }
+        };
+        let g = most(self.cpu_free[n], job.cpu_milli).min(most(self.mem_free[n], job.memory_mib));
+        g.min(u32::MAX as u64) as u32
+    }
+
     /// Whether the tenant's quota allows the job.
     pub fn quota_allows(&self, job: &PendingJob) -> bool {
         match self.inst.tenants[job.tenant].quota {
@@ -863,5 +890,39 @@ mod tests {
             compared > 10,
             "only {compared} sharers had a shared GPU to go to"
         );
+    }
+
+    #[test]
+    fn gpus_fitting_is_the_largest_count_that_fits() {
+        let mut limited = 0;
+        for seed in 0..8 {
+            let params = GenParams {
+                nodes: 12,
+                pending: 40,
+                seed,
+                nodes_per_rack: 4,
+                busy: 0.6,
+                family: crate::gen::families::Family::TightCpu,
+                ..GenParams::default()
+            };
+            let inst = validate(&generate(&params), &ModelLibrary::builtin()).unwrap();
+            let before = ClusterState::new(&inst);
+            let state = base(&inst, &before);
+            for job in &inst.pending {
+                for n in 0..inst.nodes.len() {
+                    let most = state.gpus_fitting(n, job);
+                    limited += usize::from(most > 0 && most < 16);
+                    for g in 1..=16u32 {
+                        assert_eq!(
+                            state.fits_resources(n, job, g),
+                            g <= most,
+                            "seed {seed}, job {}, node {n}, {g} GPUs (fitting: {most})",
+                            job.id
+                        );
+                    }
+                }
+            }
+        }
+        assert!(limited > 0, "no node's CPU or memory limited a job");
     }
 }

@@ -42,6 +42,9 @@ pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<G
         return None;
     }
     let search = GangSearch::new(state, topo, job, &mask);
+    if search.fitting < job.gpus {
+        return None;
+    }
     let counts = search
         .levels()
         .iter()
@@ -73,6 +76,9 @@ struct GangSearch<'s, 'a> {
     units_are_nodes: bool,
     /// The fewest NVLink units the gang can span.
     min_units: u32,
+    /// GPUs the job could take over the whole cluster with the CPU and memory each node has
+    /// left: fewer than the gang asks, and no domain holds it.
+    fitting: u32,
 }
 
 impl<'s, 'a> GangSearch<'s, 'a> {
@@ -85,9 +91,11 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         let inst = state.inst;
         let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
         let mut widest: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
+        let mut fitting = 0u32;
         for n in (0..inst.nodes.len()).filter(|&n| mask[topo.node_type[n]]) {
             let a = state.avail_count(n, job.priority);
             if a > 0 {
+                fitting = fitting.saturating_add(resource_cap(state, job, n, a));
                 let w = job.gpus_per_node.map_or(a, |k| a.min(k));
                 let at = [topo.unit_of[n], inst.nodes[n].rack, inst.nodes[n].pod, 0];
                 for l in 0..4 {
@@ -107,6 +115,7 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             fewest_nodes,
             units_are_nodes: topo.units == inst.nodes.len(),
             min_units: topo.min_units(inst, job),
+            fitting,
         }
     }
 
@@ -297,8 +306,5 @@ fn pack_fewest(state: &RoundState, job: &PendingJob, avail: &[(NodeIx, u32)]) ->
 
 /// The most of `job`'s GPUs, at most `most`, node n has CPU and memory for.
 fn resource_cap(state: &RoundState, job: &PendingJob, n: NodeIx, most: u32) -> u32 {
-    (1..=most)
-        .rev()
-        .find(|&g| state.fits_resources(n, job, g))
-        .unwrap_or(0)
+    state.gpus_fitting(n, job).min(most)
 }
