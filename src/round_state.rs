@@ -844,54 +844,6 @@ mod tests {
         }
     }
 
-    /// The sharer's GPU by looking at every shared GPU: a GPU already shared, the one left
-    /// fullest, on a node in use first, lowest node and GPU on ties.
-    fn sharer_by_scan(state: &RoundState, topo: &Topology, j: usize) -> Option<(NodeIx, u32)> {
-        let job = &state.inst.pending[j];
-        let m = job.gpu_milli?;
-        let mask = topo.type_mask(job);
-        state
-            .shared
-            .iter()
-            .filter(|&&(n, _)| mask[topo.node_type[n]] && state.fits_resources(n, job, 1))
-            .filter_map(|&(n, g)| {
-                let left = state.shareable_milli(n, g, job.priority)?;
-                (left >= m).then_some((left - m, !state.node_in_use(n), n, g))
-            })
-            .min()
-            .map(|(_, _, n, g)| (n, g))
-    }
-
-    #[test]
-    fn a_sharer_goes_to_the_fullest_shared_gpu_that_admits_it() {
-        let mut compared = 0;
-        for seed in 0..8 {
-            let inst = round(seed);
-            let topo = Topology::new(&inst);
-            let before = ClusterState::new(&inst);
-            let mut state = base(&inst, &before);
-            let mut tx = state.transaction();
-            churn(&mut tx);
-            for j in (0..inst.pending.len()).filter(|&j| inst.pending[j].is_sharer()) {
-                let Some(expected) = sharer_by_scan(&tx, &topo, j) else {
-                    continue;
-                };
-                let got =
-                    crate::heuristics::placement::best_fit::sharer(&tx, &topo, &inst.pending[j]);
-                assert_eq!(
-                    got,
-                    Some(GpuSet::from([(expected.0, vec![expected.1])])),
-                    "seed {seed}, job {j}"
-                );
-                compared += 1;
-            }
-        }
-        assert!(
-            compared > 10,
-            "only {compared} sharers had a shared GPU to go to"
-        );
-    }
-
     #[test]
     fn gpus_fitting_is_the_largest_count_that_fits() {
         let mut limited = 0;
