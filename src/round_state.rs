@@ -638,7 +638,6 @@ mod tests {
     use crate::gen::{generate, GenParams};
     use crate::hardware::ModelLibrary;
     use crate::instance::validate::validate;
-    use crate::topology::Topology;
     use std::collections::BTreeSet;
 
     /// A random round with running jobs, sharers and CPU-only work.
