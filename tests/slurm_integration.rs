@@ -119,16 +119,24 @@ fn is_active(state: &str) -> bool {
     )
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
+fn wait_for(what: &str, ok: impl FnMut() -> bool) {
+    wait_for_within(TIMEOUT, what, ok);
+}
+
+fn wait_for_within(timeout: Duration, what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
     while !ok() {
         assert!(
             Instant::now() < deadline,
-            "timed out after {TIMEOUT:?} waiting for {what}"
+            "timed out after {timeout:?} waiting for {what}"
         );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Longest wait for slurmctld to recompute effective usage: it does so every
+/// `PriorityCalcPeriod`, 5 minutes by default (the lab keeps the default).
+const USAGE_RECALC: Duration = Duration::from_secs(330);
 
 fn wait_running(id: &str) -> Vec<String> {
     wait_for(&format!("job {id} to run (now {:?})", state_of(id)), || {
@@ -1016,7 +1024,10 @@ fn fair_share_from_sshare_decides_who_gets_the_gpus() {
             "RawUsage=0",
         ],
     );
-    wait_for("the usage reset to reach sshare", || {
+    // Both the raw usage and the effective usage slurmctld derives from it (recomputed on
+    // its own period) must show the reset before the round reads them: the earlier tests'
+    // jobs ran under the default account, research.
+    wait_for_within(USAGE_RECALC, "the usage reset to reach sshare", || {
         sh(
             "sshare",
             &[
@@ -1025,11 +1036,15 @@ fn fair_share_from_sshare_decides_who_gets_the_gpus() {
                 "-A",
                 "research,prod",
                 "-o",
-                "Account,User,RawUsage",
+                "Account,User,RawUsage,EffectvUsage",
             ],
         )
         .lines()
-        .all(|l| l.ends_with("|0"))
+        .all(|l| {
+            l.split('|')
+                .skip(2)
+                .all(|v| v.trim().parse::<f64>().is_ok_and(|x| x == 0.0))
+        })
     });
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
