@@ -12,6 +12,8 @@ no other job on them at its start (`spanning_with_rack_room`); for the planners,
 log, the rounds, each round's seconds from its start to its plan, and the mean time from a
 job's release to its start in Slurm. `serve` runs with its own defaults unless
 --serve-flags says otherwise.
+With --records DIR, each run's jobs as Slurm recorded them (`squeue --json`), the planner's
+log and its journal, and slurmctld's log are kept in DIR (for looking into single jobs and rounds).
 Needs SLURM_CONF in the environment and the gangplan binary (--gangplan).
 """
 
@@ -119,8 +121,30 @@ def one_run(mode, seed, run, args, rack_of):
         stop_planner(planner, mode)
     if left:
         sh(["scancel", "-n", ",".join(f"{tag}{i}" for i in range(len(jobs)))], check=False)
+    if args.records:
+        keep_record(args.records, f"{mode}-{seed}-{run}", tag, state)
     return {**measure(tag, jobs, window, args.gpus, rack_of, left),
             **planner_timing(os.path.join(state, "planner.log"), released_at(tag))}
+
+
+def keep_record(records, name, tag, state):
+    """Save Slurm's record of the run's jobs (`squeue --json`, those jobs only) as
+    RECORDS/NAME.json, the planner's log and journal as RECORDS/NAME.log and NAME.journal, and
+    slurmctld's log so far (its times have milliseconds) as RECORDS/NAME.slurmctld.log."""
+    os.makedirs(records, exist_ok=True)
+    jobs = [j for j in json.loads(sh(["squeue", "--json"]))["jobs"] if j["name"].startswith(tag)]
+    with open(os.path.join(records, f"{name}.json"), "w") as f:
+        json.dump(jobs, f)
+    ctld_log = re.search(r"^SlurmctldLogFile\s*=\s*(\S+)", sh(["scontrol", "show", "config"]),
+                         re.M)
+    sources = [(os.path.join(state, "planner.log"), "log"),
+               (os.path.join(state, "journal.jsonl"), "journal")]
+    if ctld_log:
+        sources.append((ctld_log.group(1), "slurmctld.log"))
+    for path, ext in sources:
+        if os.path.exists(path):
+            with open(path) as i, open(os.path.join(records, f"{name}.{ext}"), "w") as o:
+                o.write(i.read())
 
 
 def log_time(line):
@@ -270,6 +294,8 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--gangplan", default="target/release/gangplan")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--records", default="",
+                    help="keep each run's Slurm record, planner log and journal in this dir")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rack_of = racks()

@@ -2,7 +2,8 @@
 //! the `SlurmCli` trait), the conventions, the actions a plan turns into, stability across
 //! rounds, the round lock, metrics and the Kubernetes bindings.
 
-use gangplan::adapters::slurm::apply::{note_actions, waiting_note};
+use gangplan::adapters::slurm::apply::{note_actions, round_actions};
+use gangplan::adapters::slurm::notes::waiting_note;
 use gangplan::adapters::slurm::parse::gpu_gres;
 use gangplan::adapters::slurm::site::{parse_qos, parse_sshare, SitePolicy};
 use gangplan::adapters::slurm::{
@@ -16,23 +17,23 @@ use gangplan::hardware::ModelLibrary;
 use gangplan::instance::{parse_instance, validate::validate};
 use gangplan::round::plan_round;
 use gangplan::solve::PlannerKind;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slurm");
 
 /// Answers read commands from recorded files and records every command it is given.
 struct Recorded {
-    calls: RefCell<Vec<String>>,
+    calls: Mutex<Vec<String>>,
     fail_on: Option<String>,
 }
 
 impl Recorded {
     fn new() -> Self {
         Recorded {
-            calls: RefCell::new(Vec::new()),
+            calls: Mutex::new(Vec::new()),
             fail_on: None,
         }
     }
@@ -44,7 +45,7 @@ impl SlurmCli for Recorded {
             .chain(args.iter().cloned())
             .collect::<Vec<_>>()
             .join(" ");
-        self.calls.borrow_mut().push(line.clone());
+        self.calls.lock().unwrap().push(line.clone());
         if self.fail_on.as_deref().is_some_and(|f| line.contains(f)) {
             return Err(SlurmError::Command {
                 command: line,
@@ -139,7 +140,7 @@ fn plan_preempts_the_preemptible_job_and_pins_the_urgent_one() {
         a.run(&cli).unwrap();
     }
     assert_eq!(
-        *cli.calls.borrow(),
+        *cli.calls.lock().unwrap(),
         vec![
             "scontrol requeuehold 9",
             "scontrol update JobId=10 NodeList=node4 ExcNodeList=node1,node2,node3",
@@ -151,7 +152,7 @@ fn plan_preempts_the_preemptible_job_and_pins_the_urgent_one() {
 #[test]
 fn a_failing_command_stops_the_action() {
     let cli = Recorded {
-        calls: RefCell::new(Vec::new()),
+        calls: Mutex::new(Vec::new()),
         fail_on: Some("update".into()),
     };
     let a = Action::Start {
@@ -164,8 +165,8 @@ fn a_failing_command_stops_the_action() {
     let e = a.run(&cli).unwrap_err();
     assert!(e.to_string().contains("Invalid job id"), "{e}");
     // The release never ran after the failed pin.
-    assert_eq!(cli.calls.borrow().len(), 1);
-    assert!(cli.calls.borrow()[0].ends_with("StartTime=now"));
+    assert_eq!(cli.calls.lock().unwrap().len(), 1);
+    assert!(cli.calls.lock().unwrap()[0].ends_with("StartTime=now"));
 }
 
 #[test]
@@ -191,7 +192,7 @@ fn unsafe_ids_and_names_never_reach_slurm() {
     ] {
         let cli = Recorded::new();
         assert!(a.run(&cli).is_err(), "{a:?}");
-        assert!(cli.calls.borrow().is_empty());
+        assert!(cli.calls.lock().unwrap().is_empty());
     }
 }
 
@@ -237,7 +238,7 @@ fn reasons_go_into_the_admin_comment_and_are_cleared_on_start() {
     let cli = Recorded::new();
     notes[0].run(&cli).unwrap();
     assert_eq!(
-        cli.calls.borrow()[0],
+        cli.calls.lock().unwrap()[0],
         format!(
             "scontrol update JobId=11 AdminComment={}",
             waiting_note(reason)
@@ -257,7 +258,7 @@ fn reasons_go_into_the_admin_comment_and_are_cleared_on_start() {
     );
     let cli = Recorded::new();
     start.run(&cli).unwrap();
-    assert!(cli.calls.borrow()[0].ends_with(" AdminComment="));
+    assert!(cli.calls.lock().unwrap()[0].ends_with(" AdminComment="));
 
     // The same note again changes nothing; an operator's comment is never overwritten.
     held(&mut snap, 11, &waiting_note(reason));
@@ -272,6 +273,71 @@ fn reasons_go_into_the_admin_comment_and_are_cleared_on_start() {
     assert_eq!(note_actions(&round, &plan).len(), 1);
     assert!(waiting_note(&"x".repeat(1000)).chars().count() <= 240);
     assert!(!waiting_note("a\nb").contains('\n'));
+}
+
+/// A waiting note is rewritten when its words change, not when only its numbers do; a round
+/// writes at most `--notes-per-round` notes, after its starts.
+#[test]
+fn notes_are_rewritten_for_new_words_only_and_each_round_writes_a_bounded_number() {
+    let mut snap = snapshot();
+    let note_on = |snap: &mut Snapshot, id: u64, text: &str| {
+        snap.jobs
+            .iter_mut()
+            .find(|j| j.id == id)
+            .unwrap()
+            .admin_comment = text.into();
+    };
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let reason = plan
+        .pending
+        .iter()
+        .find(|p| p.job == "11")
+        .unwrap()
+        .reason
+        .clone();
+    assert!(reason.chars().any(|c| c.is_ascii_digit()), "{reason}");
+    let notes_after = |snap: &Snapshot| {
+        let round = build_round(snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+        note_actions(&round, &plan)
+    };
+
+    // The same words with other numbers (an earlier round's counts): not written again.
+    let renumbered: String = reason
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '7' } else { c })
+        .collect();
+    note_on(&mut snap, 11, &waiting_note(&renumbered));
+    assert_eq!(notes_after(&snap), vec![]);
+    // Other words: written.
+    note_on(
+        &mut snap,
+        11,
+        &waiting_note("needs 16 GPUs; the cluster has only 8 usable"),
+    );
+    assert_eq!(
+        notes_after(&snap),
+        vec![Action::Note {
+            job: "11".into(),
+            text: waiting_note(&reason),
+        }]
+    );
+
+    // The bound: starts and preemptions always, notes up to the limit.
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let is_note = |a: &Action| matches!(a, Action::Note { .. });
+    let with = |limit| round_actions(&round, &plan, &BTreeMap::new(), 0, 300, limit).unwrap();
+    let none = with(Some(0));
+    assert_eq!(none, plan_actions(&round, &plan).unwrap());
+    assert!(!none.iter().any(is_note));
+    let all = with(None);
+    assert_eq!(all.len(), none.len() + 1);
+    assert!(
+        all.last().is_some_and(is_note),
+        "notes come after the starts: {all:?}"
+    );
+    assert_eq!(with(Some(1)), all);
 }
 
 #[test]

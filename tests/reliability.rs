@@ -811,3 +811,15 @@ fn no_input_reaches_a_shell() {
         );
     }
 }
+
+/// The Slurm runner wakes when a command's output closes; a command that exits while a
+/// process it started still holds that output open is still answered (its output may be
+/// lost), not taken for one that hangs past its deadline.
+#[test]
+fn a_slurm_command_that_exits_while_a_child_holds_its_output_is_not_a_timeout() {
+    use gangplan::adapters::slurm::{RealSlurm, SlurmCli};
+    // The shell exits at once; the backgrounded sleep keeps its stdout open for 4 s.
+    let got = RealSlurm::new(Duration::from_secs(3))
+        .run("sh", &["-c".into(), "sleep 4 & echo started".into()]);
+    assert!(got.is_ok(), "{got:?}");
+}

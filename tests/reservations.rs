@@ -150,6 +150,40 @@ fn without_time_in_the_round_the_same_jobs_fill_the_free_gpus() {
     );
 }
 
+/// Racks r0 (n0, n1) and r1 (n2, n3); n0, n1 and n2 are free, n3 is full until 50 s. An
+/// 8-GPU job that waited longer than a 2 x 8 gang fits on any free node: both start, the gang
+/// in rack r0 and the job on n2 (not the gang on n1 and n2 because the reservation's guess put
+/// the older job on n0).
+#[test]
+fn a_gang_that_fits_now_keeps_one_rack_when_an_older_job_takes_a_whole_node() {
+    let raw = RawInstance {
+        nodes: nodes(4, 2),
+        running: vec![running("full", "n3", 0..8, Some(50.0))],
+        pending: vec![
+            RawPending {
+                time_limit: Some(60.0),
+                ..gang("gang", 2, 5.0)
+            },
+            RawPending {
+                wait: Some(9.0),
+                ..pending("whole", 8, Some(60.0))
+            },
+        ],
+        policy: policy(),
+        ..Default::default()
+    };
+    for planner in [PlannerKind::Greedy, PlannerKind::Ilp] {
+        let plan = plan_round(instance(&raw), planner, None).expect("a valid plan");
+        let nodes_of = |id: &str| -> Vec<String> {
+            placed(&plan, id)
+                .map(|p| p.gpus.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(nodes_of("gang"), vec!["n0", "n1"], "{planner:?}: {plan:#?}");
+        assert_eq!(nodes_of("whole"), vec!["n2"], "{planner:?}: {plan:#?}");
+    }
+}
+
 #[test]
 fn the_validator_refuses_a_long_job_on_a_reserved_node() {
     let inst = instance(&backfill_round());

@@ -50,6 +50,11 @@ pub struct SlurmPlanArgs {
     /// round then stops with exit code 6 and the next round finishes.
     #[arg(long, value_name = "S", default_value_t = 30.0)]
     pub slurm_timeout: f64,
+    /// Write at most N reasons into admin comments per round (after the starts; the rest in
+    /// the next rounds, jobs without a reason yet first). Default: all for `slurm plan`,
+    /// 5 for `slurm serve`.
+    #[arg(long, value_name = "N")]
+    pub notes_per_round: Option<usize>,
     #[command(flatten)]
     pub cron: CronFlags,
 }
@@ -197,13 +202,20 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         plan_with_memory(inst, a.cron.planner, &memory, started).map_err(Failure::from_lib)?;
     log_planned(&planned);
     let plan = &planned.plan;
-    let actions =
-        round_actions(&round, plan, &memory.released, now, a.start_timeout).map_err(|e| {
-            Failure::new(
-                exit::INTERNAL,
-                anyhow::anyhow!("the plan does not match the cluster (a bug): {e}"),
-            )
-        })?;
+    let actions = round_actions(
+        &round,
+        plan,
+        &memory.released,
+        now,
+        a.start_timeout,
+        a.notes_per_round,
+    )
+    .map_err(|e| {
+        Failure::new(
+            exit::INTERNAL,
+            anyhow::anyhow!("the plan does not match the cluster (a bug): {e}"),
+        )
+    })?;
     print_round(round_no, a.apply, plan, &actions, &round.ignored);
     println!("policy: {site}");
     let applied = if a.apply {

@@ -4,7 +4,8 @@
 //! `slurm plan` (same lock, state dir, journal and metrics) when the [`Trigger`] says so: a
 //! change that has settled for `--debounce` seconds, at most `--max-delay` after it was first
 //! seen, and a round every `--idle-round` seconds regardless. A job that ended or came while
-//! a round ran is planned by the next round at once. SIGTERM and SIGINT end it between rounds
+//! a round ran is planned by the next round at once. Each round writes at most
+//! [`SERVE_NOTES_PER_ROUND`] reasons into admin comments unless told otherwise. SIGTERM and SIGINT end it between rounds
 //! (a round under way finishes first). See docs/slurm.md.
 
 use super::slurm_cmd::{plan, SlurmPlanArgs};
@@ -35,6 +36,11 @@ pub struct SlurmServeArgs {
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub idle_round: f64,
 }
+
+/// Reasons written into admin comments per round unless `--notes-per-round` says otherwise:
+/// a few Slurm calls (about 20 ms each) after the starts, so that notes never keep the loop
+/// from seeing the next change for long.
+pub const SERVE_NOTES_PER_ROUND: usize = 5;
 
 /// Set by SIGTERM or SIGINT: stop before the next round.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -68,8 +74,9 @@ fn nap(d: Duration) {
 }
 
 /// Run the loop until SIGTERM or SIGINT; exit code 0 then.
-pub fn serve(a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
+pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     super::plan_cmd::init_logging(a.round.cron.log_format);
+    a.round.notes_per_round.get_or_insert(SERVE_NOTES_PER_ROUND);
     let poll = super::check_seconds_flag("poll", a.poll, 86_400.0)?;
     let mut trigger = Trigger::new(Timing {
         debounce: super::check_seconds_or_zero_flag("debounce", a.debounce, 86_400.0)?,

@@ -10,7 +10,9 @@
 //!    then wait (longest first), then file order, that cannot start on one node now: it needs
 //!    several nodes (`gpus_per_node` below `gpus`), or more GPUs than any node of its type has
 //!    free now (after each job ranked above it that fits on one node now has taken its GPUs
-//!    there, until its `time_limit`). Gangs its tenant's quota cannot hold are skipped.
+//!    there, until its `time_limit`: on the node with the fewest free GPUs that holds it, in
+//!    the rack with the fewest, so that a rack with room for a gang stays whole while a
+//!    fuller rack holds the job). Gangs its tenant's quota cannot hold are skipped.
 //! 3. **Its start T** is the earliest time at which its shape fits on the GPUs free by then:
 //!    `gpus_per_node` nodes with that many free, or its GPUs on at most `max_nodes` nodes,
 //!    inside one rack or pod when `within` says so, on nodes of a type it accepts. Its
@@ -169,12 +171,18 @@ fn reserved_job(inst: &Instance, free_at: &mut [Vec<f64>]) -> Option<usize> {
 
 /// Whether `job` fits now on one node it accepts; if so its GPUs there are taken in
 /// `free_at` (free again at its time limit, or never), on the node with the fewest free GPUs
-/// that holds it.
+/// that holds it, and among those in the rack with the fewest free GPUs (best fit by node,
+/// then by rack: a rack with room for a gang is not broken up while a fuller rack has a node
+/// that holds the job).
 fn take_one_node_now(inst: &Instance, job: &PendingJob, free_at: &mut [Vec<f64>]) -> bool {
     let free_now = |n: NodeIx| free_at[n].iter().filter(|&&t| t <= 0.0).count() as u32;
+    let mut rack_free: Vec<u32> = vec![0; inst.racks.len().max(1)];
+    for n in 0..inst.nodes.len() {
+        rack_free[inst.nodes[n].rack] += free_now(n);
+    }
     let best = (0..inst.nodes.len())
         .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type) && free_now(n) >= job.gpus)
-        .min_by_key(|&n| (free_now(n), n));
+        .min_by_key(|&n| (free_now(n), rack_free[inst.nodes[n].rack], n));
     let Some(n) = best else {
         return false;
     };
@@ -428,6 +436,24 @@ mod tests {
         assert_eq!(r.job_id, "gang");
         assert_eq!((r.start, r.nodes.clone()), (20.0, vec![1, 3]));
         assert!(i.may_use_node(&i.pending[1], 0), "n0 is not reserved");
+    }
+
+    #[test]
+    fn a_job_ranked_above_the_gang_takes_a_node_of_the_fullest_rack() {
+        // n0, n1 (rack r0) and n2 (rack r1) are free now; an 8-GPU job that waited longer
+        // than the 2 x 8 gang fits on each of them. Taking n0 would leave the gang n1 and n2,
+        // in two racks; it takes n2, and the gang keeps rack r0.
+        let i = cluster(
+            [Some(0.0), Some(0.0), Some(0.0), Some(50.0)],
+            "  - {id: gang, gpus: 16, gpus_per_node: 8, wait: 5, time_limit: 60}\n  - {id: whole, gpus: 8, wait: 9, time_limit: 60}\n",
+        );
+        let r = i.reservation.clone().expect("a reservation");
+        assert_eq!(r.job_id, "gang");
+        assert_eq!((r.start, r.nodes.clone()), (0.0, vec![0, 1]));
+        assert!(
+            i.may_use_node(&i.pending[1], 2),
+            "n2 is left to the older job"
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! the first failure (the next round reads the cluster afresh and finishes the rest).
 
 use super::cli::{check_job_id, check_node_name, command_line, SlurmCli};
-use super::convert::{note_is_ours, SlurmRound, NOTE_PREFIX};
+use super::convert::{SlurmRound, NOTE_PREFIX};
+use super::notes::notes_to_write;
 use super::SlurmError;
 use crate::cron::journal::{self, Entry};
 use crate::cron::memory::Released;
@@ -196,56 +197,27 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
     Ok(actions)
 }
 
-/// Longest reason written into an admin comment, in characters.
-pub const NOTE_MAX_CHARS: usize = 240;
-
-/// The admin comment that tells why a held job waits.
-pub fn waiting_note(reason: &str) -> String {
-    let clean: String = reason
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let mut text = format!("{NOTE_PREFIX} waiting: {clean}");
-    if text.chars().count() > NOTE_MAX_CHARS {
-        text = text.chars().take(NOTE_MAX_CHARS - 3).collect::<String>() + "...";
-    }
-    text
-}
-
-/// Notes to write: each held job the plan leaves pending gets its reason in its admin
-/// comment (when that changed, and only over an empty comment or a gangplan note); running
-/// jobs that still carry a gangplan note get it cleared.
+/// The notes of [`notes_to_write`] as actions, in its order.
 pub fn note_actions(round: &SlurmRound, plan: &Plan) -> Vec<Action> {
-    let mut out = Vec::new();
-    for p in &plan.pending {
-        let Some(held) = round.held.get(&p.job) else {
-            continue;
-        };
-        let text = waiting_note(&p.reason);
-        if held.admin_comment != text && note_is_ours(&held.admin_comment) {
-            out.push(Action::Note {
-                job: p.job.clone(),
-                text,
-            });
-        }
-    }
-    for job in &round.noted_running {
-        out.push(Action::Note {
-            job: job.clone(),
-            text: String::new(),
-        });
-    }
-    out
+    notes_to_write(round, plan)
+        .into_iter()
+        .map(|n| Action::Note {
+            job: n.job,
+            text: n.text,
+        })
+        .collect()
 }
 
 /// A round's actions: re-hold the jobs released more than `start_timeout` seconds before
-/// `now` that have not started (`released`), then [`plan_actions`].
+/// `now` that have not started (`released`), then [`plan_actions`], then at most
+/// `notes_per_round` notes of [`note_actions`] (all of them when `None`).
 pub fn round_actions(
     round: &SlurmRound,
     plan: &Plan,
     released: &BTreeMap<String, Released>,
     now: i64,
     start_timeout: u64,
+    notes_per_round: Option<usize>,
 ) -> Result<Vec<Action>, SlurmError> {
     let mut actions: Vec<Action> = released
         .iter()
@@ -253,7 +225,9 @@ pub fn round_actions(
         .map(|(id, _)| Action::Rehold { job: id.clone() })
         .collect();
     actions.extend(plan_actions(round, plan)?);
-    actions.extend(note_actions(round, plan));
+    let notes = note_actions(round, plan);
+    let limit = notes_per_round.unwrap_or(notes.len());
+    actions.extend(notes.into_iter().take(limit));
     Ok(actions)
 }
 

@@ -8,8 +8,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// One Slurm command runner. The real one runs the programs; tests feed recorded output.
-pub trait SlurmCli {
+/// One Slurm command runner. The real one runs the programs; tests feed recorded output. A
+/// runner is shared by threads: a round issues its read-only commands at once.
+pub trait SlurmCli: Sync {
     /// Run `program` with `args`; the standard output on success.
     fn run(&self, program: &str, args: &[String]) -> Result<String, SlurmError>;
 }
@@ -58,22 +59,68 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
     rx
 }
 
+/// How often a command whose output is still open is looked at (a child that exited while a
+/// grandchild holds its pipe open is noticed this late).
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+/// How long the output of a child that exited is waited for, when a grandchild may hold the
+/// pipe open.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+
 /// Wait for `child` until `deadline`; `None` when it was still running (it is killed then).
-fn wait_until(child: &mut Child, deadline: Instant) -> std::io::Result<Option<ExitStatus>> {
-    let mut pause = Duration::from_millis(2);
+/// A command closes its standard output as it exits, so the wait wakes as soon as `stdout`
+/// (the pipe drained by [`drain`]) delivers, and the child's status is then taken at once;
+/// the child is also looked at every [`LOOK_EVERY`], for one that exited while a grandchild
+/// holds the pipe open. Returns the status and the output (empty when a grandchild still holds
+/// the pipe after [`OUTPUT_GRACE`]).
+fn wait_until(
+    child: &mut Child,
+    stdout: &mpsc::Receiver<Vec<u8>>,
+    deadline: Instant,
+) -> std::io::Result<Option<(ExitStatus, Vec<u8>)>> {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            kill(child);
+            return Ok(None);
+        }
+        match stdout.recv_timeout(LOOK_EVERY.min(deadline - now)) {
+            Ok(out) => return Ok(exit_status(child, deadline)?.map(|s| (s, out))),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Ok(exit_status(child, deadline)?.map(|s| (s, Vec::new())))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(status) = child.try_wait()? {
+                    let out = stdout.recv_timeout(OUTPUT_GRACE).unwrap_or_default();
+                    return Ok(Some((status, out)));
+                }
+            }
+        }
+    }
+}
+
+/// The status of a child that closed its standard output (it is exiting: looked at after 1,
+/// 2, 4... ms, at most 50 apart), or `None` when it still runs at `deadline` (killed then).
+fn exit_status(child: &mut Child, deadline: Instant) -> std::io::Result<Option<ExitStatus>> {
+    let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
         }
         let now = Instant::now();
         if now >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            kill(child);
             return Ok(None);
         }
         std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(50));
+        pause = (pause * 2).min(LOOK_EVERY);
     }
+}
+
+/// Kill a child past its deadline and reap it.
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl SlurmCli for RealSlurm {
@@ -92,16 +139,15 @@ impl SlurmCli for RealSlurm {
             .map_err(spawn_error)?;
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
-        let Some(status) = wait_until(&mut child, deadline).map_err(spawn_error)? else {
+        let Some((status, stdout)) = wait_until(&mut child, &out, deadline).map_err(spawn_error)?
+        else {
             return Err(SlurmError::Timeout {
                 command: command_line(program, args),
                 seconds: self.timeout.as_secs_f64(),
             });
         };
         // A grandchild may keep a pipe open after the child exited: wait a little, no more.
-        let grace = Duration::from_secs(1);
-        let stdout = out.recv_timeout(grace).unwrap_or_default();
-        let stderr = err.recv_timeout(grace).unwrap_or_default();
+        let stderr = err.recv_timeout(OUTPUT_GRACE).unwrap_or_default();
         if !status.success() {
             return Err(SlurmError::Command {
                 command: command_line(program, args),

@@ -9,6 +9,7 @@
 //! - [`convert`]: a [`Snapshot`] of the cluster -> an instance, with the documented
 //!   conventions (priority ranks, tenants, preemptible jobs; see docs/slurm.md).
 //! - [`apply`]: a plan -> Slurm actions (requeue-hold, pin, release, reasons), run one by one.
+//! - [`notes`]: the reasons of waiting jobs in their admin comments, and which to rewrite.
 //! - [`site`]: the site's policy from Slurm's accounting (fair-share, QOS, preemption rule).
 //! - [`watch`]: the cheap fingerprint of queue and nodes `slurm serve` polls between rounds.
 //!
@@ -18,6 +19,7 @@ pub mod apply;
 pub mod cli;
 pub mod convert;
 pub mod hostlist;
+pub mod notes;
 pub mod parse;
 pub mod site;
 pub mod watch;

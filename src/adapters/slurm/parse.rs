@@ -150,28 +150,50 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Read the cluster through `cli`: four read-only commands, then the site's policy
-    /// (`scontrol show config`, and `sshare`, `sacctmgr show qos` where slurmdbd runs).
+    /// Read the cluster through `cli`: four read-only commands and the site's policy
+    /// (`scontrol show config`, and `sshare`, `sacctmgr show qos` where slurmdbd runs), all
+    /// issued at once, each on a thread of its own (none depends on another's answer).
     pub fn read(cli: &dyn SlurmCli, now: i64) -> Result<Snapshot, SlurmError> {
-        let squeue = cli.run("squeue", &["--json".into()])?;
-        let sinfo = cli.run("sinfo", &["--json".into()])?;
-        let parts = cli.run(
-            "scontrol",
-            &["-o".into(), "show".into(), "partition".into()],
-        )?;
+        let run = |program: &'static str, args: &'static [&'static str]| {
+            move || {
+                cli.run(
+                    program,
+                    &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                )
+            }
+        };
+        let (squeue, sinfo, parts, topo, site) = std::thread::scope(|s| {
+            let squeue = s.spawn(run("squeue", &["--json"]));
+            let sinfo = s.spawn(run("sinfo", &["--json"]));
+            let parts = s.spawn(run("scontrol", &["-o", "show", "partition"]));
+            let topo = s.spawn(run("scontrol", &["show", "topology"]));
+            let site = SitePolicy::read(cli);
+            (
+                joined(squeue),
+                joined(sinfo),
+                joined(parts),
+                joined(topo),
+                site,
+            )
+        });
         // A cluster without topology/tree answers with an error or nothing: no racks then.
-        let topo = cli
-            .run("scontrol", &["show".into(), "topology".into()])
-            .unwrap_or_default();
+        let topo = topo.unwrap_or_default();
         Ok(Snapshot {
-            jobs: parse_squeue(&squeue)?,
-            nodes: parse_sinfo(&sinfo)?,
-            partitions: parse_partitions(&parts)?,
+            jobs: parse_squeue(&squeue?)?,
+            nodes: parse_sinfo(&sinfo?)?,
+            partitions: parse_partitions(&parts?)?,
             places: parse_topology(&topo)?,
             now,
-            site: SitePolicy::read(cli),
+            site,
         })
     }
+}
+
+/// The result of a scoped thread; a panic in it goes on in the caller.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// A number written plain, as a string, as `{"set": bool, "number": n}` (23.x), or null.

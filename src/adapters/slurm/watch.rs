@@ -100,12 +100,18 @@ pub fn fingerprint(squeue: &str, sinfo: &str) -> u64 {
     Watched::parse(squeue, sinfo).fingerprint()
 }
 
-/// Read the queue and the nodes through `cli`.
+/// Read the queue and the nodes through `cli`, the two commands at once.
 pub fn read_watched(cli: &dyn SlurmCli) -> Result<Watched, SlurmError> {
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let squeue = cli.run("squeue", &args(&["-h", "-a", "-o", "%i %T %r"]))?;
-    let sinfo = cli.run("sinfo", &args(&["-h", "-N", "-o", "%N %T"]))?;
-    Ok(Watched::parse(&squeue, &sinfo))
+    let (squeue, sinfo) = std::thread::scope(|s| {
+        let squeue = s.spawn(|| cli.run("squeue", &args(&["-h", "-a", "-o", "%i %T %r"])));
+        let sinfo = cli.run("sinfo", &args(&["-h", "-N", "-o", "%N %T"]));
+        let squeue = squeue
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (squeue, sinfo)
+    });
+    Ok(Watched::parse(&squeue?, &sinfo?))
 }
 
 #[cfg(test)]
