@@ -212,28 +212,29 @@ impl<'a> RoundState<'a> {
     }
 
     /// Re-file node n's shared GPUs in [`RoundState::shared_by_room`] or
-    /// [`RoundState::shared_with_victims`] after its state changed.
+    /// [`RoundState::shared_with_victims`] after its state changed: its entries are taken out
+    /// and its shared GPUs filed again.
     fn refile_shared(&mut self, n: NodeIx) {
-        let gpus: Vec<u32> = self
-            .shared
-            .range((n, 0)..=(n, u32::MAX))
-            .map(|&(_, g)| g)
-            .collect();
-        let stale: Vec<(NodeIx, u32)> = self
+        let on_node = (n, 0)..=(n, u32::MAX);
+        let filed: Vec<((NodeIx, u32), SharedRoom)> = self
             .shared_room_key
-            .range((n, 0)..=(n, u32::MAX))
-            .map(|(&gpu, _)| gpu)
-            .filter(|&(_, g)| !gpus.contains(&g))
+            .range(on_node.clone())
+            .map(|(&gpu, &key)| (gpu, key))
             .collect();
-        for gpu in stale {
-            let old = self.shared_room_key.remove(&gpu);
-            self.shared_by_room.remove(&old.expect("a filed GPU"));
+        for (gpu, key) in filed {
+            self.shared_room_key.remove(&gpu);
+            self.shared_by_room.remove(&key);
         }
+        let with_victims: Vec<(NodeIx, u32)> = self
+            .shared_with_victims
+            .range(on_node.clone())
+            .copied()
+            .collect();
+        for gpu in with_victims {
+            self.shared_with_victims.remove(&gpu);
+        }
+        let gpus: Vec<u32> = self.shared.range(on_node).map(|&(_, g)| g).collect();
         for g in gpus {
-            if let Some(old) = self.shared_room_key.remove(&(n, g)) {
-                self.shared_by_room.remove(&old);
-            }
-            self.shared_with_victims.remove(&(n, g));
             let victim_shares = match &self.before.gpus[n][g as usize] {
                 GpuUse::Shared { jobs, .. } => jobs.iter().any(|&k| self.preempted[k]),
                 _ => false,
