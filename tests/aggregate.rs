@@ -285,3 +285,74 @@ fn large_rounds_solve_the_relaxation_which_bounds_the_integer_model() {
         "relaxation bound {bound} below the integer model's incumbent {incumbent}"
     );
 }
+
+/// HiGHS for the first model it is given (the relaxation, solved first on rounds below
+/// `RELAXATION_FROM_NODES` nodes) when `.1` is set; every other model (the integer model, then
+/// the neighbourhood search's) "runs out of time" with an incumbent that starts nothing and a
+/// useless bound.
+struct IntegerOutOfTime(std::sync::atomic::AtomicUsize, bool);
+impl MipBackend for IntegerOutOfTime {
+    fn solve(
+        &self,
+        m: gangplan::model::MipModel,
+        start: &[f64],
+        settings: &BackendSettings,
+    ) -> gangplan::Result<gangplan::solve::BackendResult> {
+        use std::sync::atomic::Ordering;
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 && self.1 {
+            return Highs.solve(m, start, settings);
+        }
+        Ok(gangplan::solve::BackendResult {
+            columns: vec![0.0; m.columns()],
+            status: gangplan::solve::BackendStatus::LimitWithIncumbent,
+            dual_bound: Some(1e12),
+        })
+    }
+}
+
+/// On a round that solves the integer aggregated model, the relaxation solved before it
+/// carries the round when the integer model stops with a useless incumbent: its choice is
+/// placed (a plan above the one the second stage makes of no choice at all) and its bound is
+/// reported.
+#[test]
+fn the_relaxation_carries_the_round_when_the_integer_model_runs_out_of_time() {
+    use gangplan::solve::aggregated::solves_relaxation;
+    let lib = ModelLibrary::builtin();
+    let p = GenParams {
+        nodes: 125,
+        pending: 400,
+        seed: 1,
+        time_limit: 20.0,
+        ..Default::default()
+    };
+    let inst = Arc::new(validate(&generate(&p), &lib).unwrap());
+    assert!(!solves_relaxation(&inst));
+    let topo = Arc::new(Topology::new(&inst));
+    let o = opts(&inst, Formulation::Aggregated);
+    let with = |relaxation: bool| {
+        let backend = Arc::new(IntegerOutOfTime(Default::default(), relaxation));
+        let out = gangplan::solve::solve_with(&inst, &topo, &o, backend.clone());
+        // The relaxation, the integer model, then the neighbourhood search's sub-models.
+        assert!(backend.0.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+        validate_plan(
+            &inst,
+            &render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0)),
+        )
+        .unwrap();
+        out
+    };
+    let (out, blind) = (with(true), with(false));
+    assert!(
+        out.objective > blind.objective + 1.0,
+        "plan {} against {} from no choice: the relaxation's choice was not placed ({:?})",
+        out.objective,
+        blind.objective,
+        out.note
+    );
+    let bound = out.bound.expect("the relaxation's bound");
+    assert!(
+        bound < 1e11,
+        "the lower of the two bounds is reported: {bound}"
+    );
+    assert!(bound + 1e-6 >= out.objective);
+}

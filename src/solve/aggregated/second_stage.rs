@@ -1,31 +1,19 @@
-//! Large rounds: the aggregated model (its LP relaxation on the largest rounds) chooses which
-//! jobs start (and bounds the objective) while the greedy plans the round on the other core;
-//! the greedy machinery then places the chosen jobs first (largest and most constrained first,
-//! in two orders, each tried again with the chosen jobs it left waiting moved to the front), the
-//! most-spread gangs are tried left out (swap-out) from both plans, relocation moves improve
-//! the best, and the best plan found, or the greedy plan, is returned.
-//!
-//! On rounds of [`RELAXATION_FROM_NODES`] nodes or more the choice comes from the LP relaxation:
-//! there the second stage, not the model's integrality, decides what the plan loses against the
-//! bound, and the LP solves several times faster.
+//! The second stage: the aggregated model's choice placed on nodes with the greedy machinery
+//! (largest and most constrained first, in two orders, each tried again with the chosen jobs it
+//! left waiting moved to the front), the most-spread gangs tried left out (swap-out) from both
+//! plans, and relocation moves on the best.
 
-use super::{
-    Answered, BackendSettings, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend,
-    SolveOptions, Solver, SolverPlan,
-};
+use super::super::Budget;
 use crate::assignment::Assignment;
 use crate::heuristics::greedy::{greedy_order, greedy_sequence, Order};
 use crate::heuristics::relocate::relocate;
 use crate::instance::Instance;
-use crate::model::aggregate;
 use crate::objective::{evaluate, job_spread};
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use rayon::prelude::*;
 use std::collections::BTreeSet;
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Times a second-stage pass is run again with the chosen jobs it left waiting moved to the
 /// front (the first always; the others while a pass still fits before the swap-out's end).
@@ -35,161 +23,21 @@ const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
 const SWAP_CANDIDATES: usize = 4;
 
-/// The aggregated model's answer: the jobs it starts, its victims, its status, its bound and
-/// its objective at the incumbent.
-type Answer = (
-    (BTreeSet<usize>, Vec<usize>),
-    BackendStatus,
-    Option<f64>,
-    f64,
-);
-
-/// Rounds of at least this many nodes solve the aggregated model's LP relaxation instead of
-/// the integer model; smaller rounds solve the integer model.
-///
-/// Measured on the generator families at 10k GPUs (1,250 nodes, 4,000 pending; one run each,
-/// 10 s limit, loaded 2-core machine): the LP took 0.28-0.72 s against the integer model's
-/// 0.62-5.4 s, its optimum was within 0.002% of the integer model's dual bound, and the plans
-/// placed from its choice scored from 0.02% below to 0.23% above those placed from the integer
-/// incumbent; at 100k GPUs (12,500 nodes) the LP took 1.7-2.8 s against 6.1-10.2 s. On the
-/// saved rounds of 48-125 nodes the LP's bound was 0.2-1.7 points looser and its plans within
-/// 0.3% either way, while the integer model solves in well under a second: there the integer
-/// model stays. The threshold lies between the measured sizes (a choice).
-pub const RELAXATION_FROM_NODES: usize = 500;
-
-/// Whether this round solves the aggregated model's LP relaxation ([`RELAXATION_FROM_NODES`]).
-pub fn solves_relaxation(inst: &Instance) -> bool {
-    inst.nodes.len() >= RELAXATION_FROM_NODES
-}
-
-/// A solve of the aggregated model running on its own thread.
-pub struct Running {
-    answer: mpsc::Receiver<super::ThreadAnswer<Answer>>,
-}
-
-/// Build and solve the aggregated model on a thread of its own, within the budget's share
-/// for it (the model needs no MIP start, so it runs while the greedy plans the round).
-/// `time_limit`: HiGHS's own limit, seconds ([`Budget::aggregated_time_limit`], or
-/// [`Budget::race_aggregated_time_limit`] when the per-node model runs after it).
-pub fn start(
-    inst: &Arc<Instance>,
-    topo: &Arc<Topology>,
-    opts: &SolveOptions,
-    backend: Arc<dyn MipBackend>,
-    time_limit: f64,
-) -> std::io::Result<Running> {
-    let settings = BackendSettings {
-        time_limit,
-        mip_gap: Budget::aggregated_gap(opts.mip_gap),
-        seed: inst.policy.seed,
-        write_model: opts.write_model.clone(),
-    };
-    let (tx, rx) = mpsc::channel();
-    let (inst, topo) = (Arc::clone(inst), Arc::clone(topo));
-    std::thread::Builder::new()
-        .name("gangplan-aggregate".into())
-        .spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let mut agg = aggregate::build(&inst, &topo, !solves_relaxation(&inst));
-                let constant = agg.model.constant;
-                let model = std::mem::replace(&mut agg.model, crate::model::MipModel::empty());
-                let columns = model.columns();
-                // The model's own objective at its incumbent: what its choice promised before
-                // the second stage placed it (reported beside the plan's objective).
-                let objective = model.objective.clone();
-                let started = Instant::now();
-                let answer = backend
-                    .solve(model, &[], &settings)
-                    .and_then(|r| super::check_columns(r, columns));
-                answer.map(|r| {
-                    let values: std::collections::HashMap<good_lp::Variable, f64> = agg
-                        .columns
-                        .iter()
-                        .map(|(&v, &i)| (v, r.columns[i]))
-                        .collect();
-                    let incumbent = constant + objective.eval_with(&values);
-                    let bound = r.dual_bound.map(|b| b + constant);
-                    tracing::debug!(
-                        seconds = started.elapsed().as_secs_f64(),
-                        incumbent,
-                        bound,
-                        "aggregated model solved"
-                    );
-                    let choice = (agg.chosen(&r.columns), agg.victims(&r.columns));
-                    (choice, r.status, bound, incumbent)
-                })
-            }));
-            let _ = tx.send(result);
-        })?;
-    Ok(Running { answer: rx })
-}
-
-/// The aggregated model's choice and the solver's report.
-struct Choice {
+/// The aggregated model's choice.
+pub struct Choice {
     /// Jobs the model starts.
-    chosen: BTreeSet<usize>,
+    pub chosen: BTreeSet<usize>,
     /// Running jobs it preempts.
-    victims: Vec<usize>,
+    pub victims: Vec<usize>,
 }
 
 /// A second-stage plan: objective, assignment, the sequence that produced it, and the index
 /// of the order it started from (ties go to the earlier).
 type StagePlan = (f64, Assignment, Vec<usize>, usize);
 
-/// Wait for the aggregated model until the budget's work deadline, then place the jobs it
-/// chose first with the greedy machinery (when the time the greedy took, halved, still fits),
-/// and try leaving out the most-spread gangs while a greedy pass still fits before the
-/// budget's pass deadline, then improve the plan neighbourhood by neighbourhood with
-/// `backend` ([`super::neighbourhood`]); the plan when it beats the greedy one.
-pub fn finish(
-    running: Running,
-    inst: &Arc<Instance>,
-    topo: &Arc<Topology>,
-    budget: &Budget,
-    greedy: &GreedyPlan,
-    backend: &dyn MipBackend,
-) -> Result<SolverPlan, Fallback> {
-    let wait = budget
-        .work_until()
-        .saturating_duration_since(Instant::now());
-    let waited = Instant::now();
-    let ((chosen, victims), status, bound, incumbent) =
-        super::await_answer(&running.answer, wait, Solver::Aggregated)?;
-    let answered = Answered {
-        bound,
-        time_limit_hit: status == BackendStatus::LimitWithIncumbent,
-    };
-    tracing::debug!(
-        waited_s = waited.elapsed().as_secs_f64(),
-        "aggregated model answered"
-    );
-    if !budget.can_place_choice(greedy.took) {
-        return Err(Fallback::NoTimeToPlace(answered));
-    }
-    let choice = Choice { chosen, victims };
-    let placed = second_stage(inst, topo, &choice, budget, greedy.took);
-    log_second_stage(inst, topo, &choice, &placed.1);
-    let improved = super::neighbourhood::improve(inst, topo, backend, budget, placed);
-    let (objective, assignment) = (improved.objective, improved.plan);
-    if objective <= greedy.objective + TOLERANCE {
-        return Err(Fallback::NoBetterThanGreedy(answered));
-    }
-    // The aggregate's bound proves the plan within the gap only when the gap says so.
-    Ok(SolverPlan {
-        assignment,
-        objective,
-        bound: answered.bound,
-        solved: true,
-        // A search that ran out of time returns a plan that depends on the machine's speed.
-        time_limit_hit: answered.time_limit_hit || improved.cut_short,
-        note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
-        incumbent: Some(incumbent),
-    })
-}
-
 /// Place the model's choice: the second-stage passes, swap-out from each, then relocation;
 /// the best objective and plan found.
-fn second_stage(
+pub fn second_stage(
     inst: &Instance,
     topo: &Topology,
     choice: &Choice,
@@ -311,7 +159,12 @@ fn placement_passes(
 }
 
 /// The debug log of what the second stage made of the model's choice.
-fn log_second_stage(inst: &Instance, topo: &Topology, choice: &Choice, assignment: &Assignment) {
+pub fn log_second_stage(
+    inst: &Instance,
+    topo: &Topology,
+    choice: &Choice,
+    assignment: &Assignment,
+) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
     }
