@@ -58,6 +58,9 @@ pub struct RoundState<'a> {
     /// The least CPU and memory per GPU any pending job holding GPUs asks (0: none asks any):
     /// a node left with less than that per free GPU strands those GPUs.
     pub least_per_gpu: (u64, u64),
+    /// The least GPU share (milli) any pending sharer asks ([`crate::units::MILLI_PER_GPU`]
+    /// when none waits): a shared GPU left with less room than that is room no sharer takes.
+    pub least_sharer_milli: u32,
     /// The decisions so far.
     pub assignment: Assignment,
 }
@@ -102,6 +105,7 @@ impl<'a> RoundState<'a> {
         let busy: Vec<u32> = busy;
         let mut state = RoundState {
             least_per_gpu: least_per_gpu(inst),
+            least_sharer_milli: least_sharer_milli(inst),
             by_free: vec![std::collections::BTreeSet::new(); types.len()],
             node_type,
             freed_nodes: Default::default(),
@@ -631,6 +635,15 @@ fn least_per_gpu(inst: &Instance) -> (u64, u64) {
             .unwrap_or(0)
     };
     (least(|j| j.cpu_milli), least(|j| j.memory_mib))
+}
+
+/// The least GPU share any pending sharer asks (see [`RoundState::least_sharer_milli`]).
+fn least_sharer_milli(inst: &Instance) -> u32 {
+    inst.pending
+        .iter()
+        .filter_map(|j| j.gpu_milli)
+        .min()
+        .unwrap_or(crate::units::MILLI_PER_GPU)
 }
 
 #[cfg(test)]

@@ -62,20 +62,33 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
     best.map(|(_, _, _, n)| n)
 }
 
-/// The GPU for a sharer: a GPU already shared, the one left fullest (least milli left after),
-/// on a node in use first; else a fresh free GPU on the best-fit node in use (its highest free
-/// index, so low indices stay together for gangs).
+/// The GPU for a sharer: a GPU already shared, the one left fullest (least milli left after)
+/// without leaving a sliver, on a node in use first; else a fresh free GPU on the best-fit node
+/// in use (its highest free index, so low indices stay together for gangs). A sliver is room
+/// left that is less than any waiting sharer asks ([`RoundState::least_sharer_milli`]): a
+/// shared GPU that would keep room for another sharer beats the fullest fit that would waste
+/// its rest, and a GPU left with a sliver still beats opening a fresh one.
 pub fn sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<GpuSet> {
     let m = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
     let mask = topo.type_mask(job);
     let open = |n: NodeIx| mask[topo.node_type[n]] && state.fits_resources(n, job, 1);
-    // Key: milli left after, node not in use, node, GPU. The indexed GPUs come in key order,
-    // so the first that admits the job is their best.
-    let mut best: Option<(u32, bool, NodeIx, u32)> = state
-        .shared_by_room
-        .range((m, false, 0, 0)..)
-        .find(|&&(_, _, n, _)| open(n))
-        .map(|&(left, empty, n, g)| (left - m, empty, n, g));
+    let sliver = |left: u32| left > 0 && left < state.least_sharer_milli;
+    // Key: leaves a sliver, milli left after, node not in use, node, GPU. The indexed GPUs
+    // come in room order, so the first that admits the job is the fullest fit, and the first
+    // with room for the job and one more sharer is the fullest without a sliver.
+    let first_from = |room: u32| {
+        state
+            .shared_by_room
+            .range((room, false, 0, 0)..)
+            .find(|&&(_, _, n, _)| open(n))
+            .map(|&(left, empty, n, g)| (sliver(left - m), left - m, empty, n, g))
+    };
+    let mut best = first_from(m);
+    if best.is_some_and(|b| b.0) {
+        if let Some(whole) = first_from(m.saturating_add(state.least_sharer_milli)) {
+            best = Some(whole);
+        }
+    }
     for &(n, g) in &state.shared_with_victims {
         if !open(n) {
             continue;
@@ -84,13 +97,13 @@ pub fn sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<G
             .shareable_milli(n, g, job.priority)
             .filter(|&l| l >= m)
         {
-            let key = (left - m, !state.node_in_use(n), n, g);
+            let key = (sliver(left - m), left - m, !state.node_in_use(n), n, g);
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
         }
     }
-    if let Some((_, _, n, g)) = best {
+    if let Some((_, _, _, n, g)) = best {
         return Some(GpuSet::from([(n, vec![g])]));
     }
     let n = fresh_gpu_node(state, &mask, job)?;
@@ -176,8 +189,9 @@ pending:
         assert_eq!(single_node(&state, &mask, &inst.pending[1]), Some(0));
     }
 
-    /// The sharer's GPU by looking at every shared GPU: the one left fullest, on a node in use
-    /// first, lowest node and GPU on ties.
+    /// The sharer's GPU by looking at every shared GPU: the one left fullest without a sliver
+    /// (room below the least waiting sharer's share), then the fullest, on a node in use first,
+    /// lowest node and GPU on ties.
     fn sharer_by_scan(state: &RoundState, topo: &Topology, j: usize) -> Option<(NodeIx, u32)> {
         let job = &state.inst.pending[j];
         let m = job.gpu_milli?;
@@ -188,10 +202,12 @@ pending:
             .filter(|&&(n, _)| mask[topo.node_type[n]] && state.fits_resources(n, job, 1))
             .filter_map(|&(n, g)| {
                 let left = state.shareable_milli(n, g, job.priority)?;
-                (left >= m).then_some((left - m, !state.node_in_use(n), n, g))
+                let rest = left.checked_sub(m)?;
+                let sliver = rest > 0 && rest < state.least_sharer_milli;
+                Some((sliver, rest, !state.node_in_use(n), n, g))
             })
             .min()
-            .map(|(_, _, n, g)| (n, g))
+            .map(|(_, _, _, n, g)| (n, g))
     }
 
     /// Place every sharer of the round where [`sharer`] puts it, checking each choice against
@@ -239,6 +255,35 @@ pending:
             }
         }
         compared
+    }
+
+    /// GPU 0 has 450 milli of room, GPU 1 has 700; the waiting sharers ask 250 and 300.
+    const SLIVERS: &str = "
+nodes:
+  - {name: n1, gpus: 8}
+running:
+  - {id: r1, gpus: {n1: [0]}, gpu_milli: 550}
+  - {id: r2, gpus: {n1: [1]}, gpu_milli: 300}
+pending:
+  - {id: quarter, gpus: 1, gpu_milli: 250}
+  - {id: exact, gpus: 1, gpu_milli: 450}
+  - {id: big, gpus: 1, gpu_milli: 300}
+";
+
+    #[test]
+    fn a_sharer_leaves_no_sliver_where_another_shared_gpu_admits_it() {
+        let inst = parse_instance(SLIVERS, "slivers", &ModelLibrary::builtin()).unwrap();
+        let topo = Topology::new(&inst);
+        let before = ClusterState::new(&inst);
+        let state = RoundState::new(&inst, &before);
+        assert_eq!(state.least_sharer_milli, 250);
+        let gpu = |j: usize| sharer(&state, &topo, &inst.pending[j]).unwrap();
+        // 250 in GPU 0 would leave 200, below any waiting sharer: GPU 1 keeps 450.
+        assert_eq!(gpu(0), GpuSet::from([(0, vec![1])]));
+        // An exact fit leaves nothing and is the fullest.
+        assert_eq!(gpu(1), GpuSet::from([(0, vec![0])]));
+        // 300 leaves a sliver of 150 in GPU 0 and 400 in GPU 1.
+        assert_eq!(gpu(2), GpuSet::from([(0, vec![1])]));
     }
 
     #[test]

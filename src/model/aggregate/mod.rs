@@ -20,6 +20,8 @@
 //!
 //! GPUs of type t, for every priority pi of a victim on t and pi = infinity:
 //!   sum_{c: prio_c <= pi} eq_c x_ct <= free_t + shared_t + sum_{k on t: prio_k < pi} g_kt p_k
+//!   (shared_t: what the waiting sharers' shares can fill of the room on shared GPUs; a
+//!   victim sharer's g_kt is its share: see [`supply`])
 //! one-node and fixed-shape gangs, for every size level L = 2, 4, 8, ... (S_t,L(p): the slots
 //! of L GPUs the free GPUs and the preempted victims leave on nodes of type t, see
 //! `slots_at_level`):

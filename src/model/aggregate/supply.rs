@@ -1,6 +1,12 @@
 //! What the round offers each GPU type: free GPUs, room on shared GPUs, and the GPUs of the
 //! candidate victims, with their preemption variables.
 //!
+//! Room on a shared GPU serves sharers only, so a GPU with room r offers what the waiting
+//! sharers' shares can fill of it: fill(r), the largest sum of shares (each share any number
+//! of times) at most r; room below every share offers nothing. A shared GPU with a candidate
+//! victim among its sharers offers all its room r, and each such victim k its own share m_k,
+//! in the GPU rows with the victims (`g_kt = m_k / 1000`): preempting it frees that much.
+//!
 //! ```text
 //! p_k in {0,1}   preemptible running job k is preempted (only if some pending job outranks
 //!                it); in [0,1] past INTEGER_VICTIMS_LIMIT candidates (a relaxation)
@@ -44,6 +50,27 @@ pub struct Supply {
     pub offers: Vec<Vec<(i64, u32)>>,
 }
 
+/// fill(r) for every room r of one GPU: the largest sum of the waiting sharers' shares, each
+/// any number of times, at most r (milli).
+fn sharer_fill(inst: &Instance) -> Vec<u32> {
+    let mut shares: Vec<u32> = inst.pending.iter().filter_map(|j| j.gpu_milli).collect();
+    shares.sort_unstable();
+    shares.dedup();
+    let top = MILLI_PER_GPU as usize;
+    let mut reachable = vec![false; top + 1];
+    reachable[0] = true;
+    for r in 1..=top {
+        reachable[r] = shares
+            .iter()
+            .any(|&m| m as usize <= r && reachable[r - m as usize]);
+    }
+    let mut fill = vec![0u32; top + 1];
+    for r in 1..=top {
+        fill[r] = if reachable[r] { r as u32 } else { fill[r - 1] };
+    }
+    fill
+}
+
 /// The supply, adding p_k (binary while few, `integer`) and u_n to the model.
 pub fn build(
     inst: &Instance,
@@ -77,10 +104,37 @@ pub fn build(
         node_offers: (0..ntypes).map(|_| Vec::new()).collect(),
         offers: vec![Vec::new(); inst.nodes.len()],
     };
+    let fill = sharer_fill(inst);
     for (n, gpus) in before.gpus.iter().enumerate() {
-        node(inst, topo.node_type[n], n, gpus, &mut supply, m);
+        node(inst, topo.node_type[n], n, gpus, &fill, &mut supply, m);
     }
     supply
+}
+
+/// A shared GPU of type t (its sharers `jobs` hold `milli`): fill(room), or, with candidate
+/// victims among its sharers, all its room and each victim's share.
+fn shared_gpu(
+    inst: &Instance,
+    t: usize,
+    jobs: &[usize],
+    milli: u32,
+    fill: &[u32],
+    supply: &mut Supply,
+) {
+    let room = MILLI_PER_GPU - milli.min(MILLI_PER_GPU);
+    let victims: Vec<(usize, Variable)> = jobs
+        .iter()
+        .filter_map(|&k| supply.preempt[k].map(|p| (k, p)))
+        .collect();
+    if victims.is_empty() {
+        supply.free[t] += gpu_units(fill[room as usize]);
+        return;
+    }
+    supply.free[t] += gpu_units(room);
+    for (k, p) in victims {
+        let share = inst.running[k].gpu_milli.unwrap_or(MILLI_PER_GPU);
+        supply.victims[t].push((inst.running[k].priority, gpu_units(share), p));
+    }
 }
 
 /// Node n's share of the supply of its type t.
@@ -89,10 +143,10 @@ fn node(
     t: usize,
     n: usize,
     gpus: &[GpuUse],
+    fill: &[u32],
     supply: &mut Supply,
     m: &mut MipModel,
 ) {
-    let preempt = &supply.preempt;
     let mut pot = 0;
     let mut by_victim: BTreeMap<usize, u32> = BTreeMap::new();
     for u in gpus {
@@ -101,10 +155,8 @@ fn node(
                 supply.free[t] += 1.0;
                 pot += 1;
             }
-            GpuUse::Shared { milli, .. } => {
-                supply.free[t] += gpu_units(MILLI_PER_GPU - milli.min(&MILLI_PER_GPU))
-            }
-            GpuUse::Whole(k) if preempt[*k].is_some() => {
+            GpuUse::Shared { jobs, milli } => shared_gpu(inst, t, jobs, *milli, fill, supply),
+            GpuUse::Whole(k) if supply.preempt[*k].is_some() => {
                 *by_victim.entry(*k).or_default() += 1;
                 pot += 1;
             }
@@ -122,7 +174,7 @@ fn node(
         let u = m.problem.add(variable().min(0).max(1));
         let mut sum_p = Expression::from(0.0);
         for &k in by_victim.keys() {
-            sum_p += preempt[k].expect("a victim");
+            sum_p += supply.preempt[k].expect("a victim");
         }
         m.constraints.push((u - sum_p).leq(0.0));
         u
@@ -132,14 +184,59 @@ fn node(
         any_victim,
         victims: by_victim
             .iter()
-            .map(|(&k, &g)| (g, preempt[k].expect("a victim")))
+            .map(|(&k, &g)| (g, supply.preempt[k].expect("a victim")))
             .collect(),
     });
     for (k, g) in by_victim {
         supply.victims[t].push((
             inst.running[k].priority,
             g as f64,
-            preempt[k].expect("a victim"),
+            supply.preempt[k].expect("a victim"),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::ModelLibrary;
+    use crate::instance::parse_instance;
+
+    /// GPU 0 shared by a kept sharer (room 450), GPU 1 by a preemptible one (room 600) that
+    /// the waiting sharers outrank; the waiting sharers ask 250, 300 and 500.
+    const SHARED: &str = "
+nodes:
+  - {name: n1, gpus: 2}
+running:
+  - {id: kept, gpus: {n1: [0]}, gpu_milli: 550, priority: 9}
+  - {id: victim, gpus: {n1: [1]}, gpu_milli: 400, priority: 0, preemptible: true}
+pending:
+  - {id: a, gpus: 1, gpu_milli: 250, priority: 5}
+  - {id: b, gpus: 1, gpu_milli: 300, priority: 5}
+  - {id: c, gpus: 1, gpu_milli: 500, priority: 5}
+";
+
+    #[test]
+    fn room_counts_what_the_waiting_shares_can_fill() {
+        let inst = parse_instance(SHARED, "shared", &ModelLibrary::builtin()).unwrap();
+        let fill = sharer_fill(&inst);
+        assert_eq!(fill[200], 0);
+        assert_eq!(fill[450], 300);
+        assert_eq!(fill[550], 550);
+        assert_eq!(fill[999], 900);
+        assert_eq!(fill[1000], 1000);
+    }
+
+    #[test]
+    fn a_shared_gpu_offers_its_fill_or_its_room_and_its_victims_shares() {
+        let inst = parse_instance(SHARED, "shared", &ModelLibrary::builtin()).unwrap();
+        let topo = Topology::new(&inst);
+        let before = ClusterState::new(&inst);
+        let mut m = MipModel::empty();
+        let supply = build(&inst, &topo, &before, true, &mut m);
+        // GPU 0: fill(450) = 300; GPU 1: all of its 600, and the victim's 400 when preempted.
+        assert!((supply.free[0] - 0.9).abs() < 1e-9, "{}", supply.free[0]);
+        let victims: Vec<(i64, f64)> = supply.victims[0].iter().map(|v| (v.0, v.1)).collect();
+        assert_eq!(victims, vec![(0, 0.4)]);
     }
 }
