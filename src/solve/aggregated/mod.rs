@@ -47,9 +47,10 @@ pub fn solves_relaxation(inst: &Instance) -> bool {
 /// Wait for the aggregated model until the budget's work deadline and place the jobs it
 /// chose first with the greedy machinery (when the time the greedy took, halved, still fits):
 /// where the relaxation answers first, its choice is placed while the integer model runs, and
-/// the integer model's choice when it differs; then improve the better plan neighbourhood by
-/// neighbourhood with `backend` ([`super::neighbourhood`]); the plan when it beats the greedy
-/// one, with the lower of the answers' bounds.
+/// the integer model's choice when it differs; then improve the better plan, or the greedy
+/// plan where it is better still, neighbourhood by neighbourhood with `backend`
+/// ([`super::neighbourhood`]); the plan when it beats the greedy one, with the lower of the
+/// answers' bounds.
 pub fn finish(
     running: Running,
     inst: &Arc<Instance>,
@@ -105,7 +106,13 @@ pub fn finish(
     let Some(best) = best else {
         return Err(Fallback::NoTimeToPlace(answered));
     };
-    let improved = super::neighbourhood::improve(inst, topo, backend, budget, best.plan);
+    // The search starts from the better of the placed choice and the greedy plan.
+    let start = if greedy.objective > best.plan.0 + TOLERANCE {
+        (greedy.objective, greedy.assignment.clone())
+    } else {
+        best.plan
+    };
+    let improved = super::neighbourhood::improve(inst, topo, backend, budget, start);
     let (objective, assignment) = (improved.objective, improved.plan);
     if objective <= greedy.objective + TOLERANCE {
         return Err(Fallback::NoBetterThanGreedy(answered));
