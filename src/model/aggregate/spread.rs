@@ -24,7 +24,7 @@ use super::resources::level;
 use crate::instance::{Instance, PendingJob};
 use crate::state::{resource_share, ClusterState};
 use crate::topology::{spread_penalty, Span, Topology};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Prefix sums of domain capacity, largest domain first, at one level.
 type Prefix = Vec<u64>;
@@ -39,7 +39,21 @@ pub struct SpreadFloor<'a> {
     offers: &'a [Vec<(i64, u32)>],
     /// Per node: the CPU and memory any job could have there.
     room: Vec<NodeResources>,
+    /// The rack of each node unit, where no unit spans racks ([`rack_of_units`]).
+    unit_rack: Option<Vec<usize>>,
     levels: HashMap<ReachKey, Reach>,
+}
+
+/// The rack of each node unit; `None` when some unit has nodes in two racks.
+fn rack_of_units(inst: &Instance, topo: &Topology) -> Option<Vec<usize>> {
+    let mut rack: Vec<Option<usize>> = vec![None; topo.units];
+    for (n, node) in inst.nodes.iter().enumerate() {
+        let r = rack[topo.unit_of[n]].get_or_insert(node.rack);
+        if *r != node.rack {
+            return None;
+        }
+    }
+    Some(rack.into_iter().map(|r| r.unwrap_or(0)).collect())
 }
 
 /// What a job's reach depends on: accepted types, GPUs per node, priority, CPU and memory
@@ -100,6 +114,7 @@ impl<'a> SpreadFloor<'a> {
             topo,
             offers,
             room: node_resources(inst),
+            unit_rack: rack_of_units(inst, topo),
             levels: HashMap::new(),
         }
     }
@@ -131,10 +146,11 @@ impl<'a> SpreadFloor<'a> {
             per_gpu(job.cpu_milli),
             per_gpu(job.memory_mib),
         );
-        let (inst, topo, offers, room) = (self.inst, self.topo, self.offers, &self.room);
+        let (inst, topo, offers) = (self.inst, self.topo, self.offers);
+        let (room, unit_rack) = (&self.room, self.unit_rack.as_deref());
         self.levels
             .entry(key)
-            .or_insert_with_key(|key| Reach::new(inst, topo, offers, room, key))
+            .or_insert_with_key(|key| Reach::new(inst, topo, offers, room, unit_rack, key))
     }
 
     /// The floor of job j's spread penalty, 0 for jobs of one GPU or none.
@@ -208,11 +224,14 @@ struct Reach {
 }
 
 impl Reach {
+    /// The reach of `key` over every node; `unit_rack`: the rack of each unit, where no unit
+    /// spans racks (then a unit's reach is its rack's piece, with no per-node bookkeeping).
     fn new(
         inst: &Instance,
         topo: &Topology,
         offers: &[Vec<(i64, u32)>],
         room: &[NodeResources],
+        unit_rack: Option<&[usize]>,
         key: &ReachKey,
     ) -> Self {
         let (mask, per_node, priority, cpu, mem) = key;
@@ -220,7 +239,8 @@ impl Reach {
         let mut units = vec![0u64; topo.units];
         let mut racks = vec![0u64; inst.racks.len().max(1)];
         let mut pods = vec![0u64; inst.pods.len().max(1)];
-        let mut rack_units: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        // (rack, unit, GPUs) of each node, kept only where units span racks.
+        let mut pieces: Vec<(usize, usize, u64)> = Vec::new();
         for (n, node) in inst.nodes.iter().enumerate() {
             if !mask[topo.node_type[n]] {
                 continue;
@@ -239,12 +259,14 @@ impl Reach {
             units[topo.unit_of[n]] += pot;
             racks[node.rack] += pot;
             pods[node.pod] += pot;
-            *rack_units.entry((node.rack, topo.unit_of[n])).or_default() += pot;
+            if unit_rack.is_none() {
+                pieces.push((node.rack, topo.unit_of[n], pot));
+            }
         }
-        let mut units_in_rack: Vec<Vec<u64>> = vec![Vec::new(); racks.len()];
-        for ((r, _), pot) in rack_units {
-            units_in_rack[r].push(pot);
-        }
+        let units_in_rack = match unit_rack {
+            Some(rack_of) => units_by_rack(&units, rack_of, racks.len()),
+            None => pieces_by_rack(pieces, racks.len()),
+        };
         Reach {
             units: prefix_sums(units),
             racks: prefix_sums(racks),
@@ -252,6 +274,30 @@ impl Reach {
             units_in_rack: units_in_rack.into_iter().map(prefix_sums).collect(),
         }
     }
+}
+
+/// Each rack's units' reach, where every unit lies in one rack.
+fn units_by_rack(units: &[u64], rack_of: &[usize], racks: usize) -> Vec<Vec<u64>> {
+    let mut by_rack = vec![Vec::new(); racks];
+    for (u, &pot) in units.iter().enumerate().filter(|(_, &p)| p > 0) {
+        by_rack[rack_of[u]].push(pot);
+    }
+    by_rack
+}
+
+/// Each rack's units' reach from (rack, unit, GPUs) pieces, summed per (rack, unit).
+fn pieces_by_rack(mut pieces: Vec<(usize, usize, u64)>, racks: usize) -> Vec<Vec<u64>> {
+    pieces.sort_unstable();
+    let mut by_rack: Vec<Vec<u64>> = vec![Vec::new(); racks];
+    let mut last = None;
+    for (r, u, pot) in pieces {
+        match by_rack[r].last_mut() {
+            Some(sum) if last == Some((r, u)) => *sum += pot,
+            _ => by_rack[r].push(pot),
+        }
+        last = Some((r, u));
+    }
+    by_rack
 }
 
 /// Prefix sums of capacities, largest first.
@@ -263,4 +309,25 @@ fn prefix_sums(mut caps: Vec<u64>) -> Prefix {
             Some(*acc)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_racks_units_are_summed_the_same_with_or_without_the_unit_rack_map() {
+        // Units 0 and 1 in rack 0 (unit 1 over two nodes), unit 2 in rack 1.
+        let pieces = vec![(0, 1, 2), (1, 2, 4), (0, 1, 3), (0, 0, 1)];
+        assert_eq!(pieces_by_rack(pieces, 2), vec![vec![1, 5], vec![4]]);
+        assert_eq!(
+            units_by_rack(&[1, 5, 4, 0], &[0, 0, 1, 1], 2),
+            vec![vec![1, 5], vec![4]]
+        );
+        // A unit over two racks counts in each.
+        assert_eq!(
+            pieces_by_rack(vec![(0, 0, 2), (1, 0, 3)], 2),
+            vec![vec![2], vec![3]]
+        );
+    }
 }
