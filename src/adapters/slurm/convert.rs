@@ -81,7 +81,8 @@ pub struct SlurmRound {
     pub ignored: Vec<(String, String)>,
     /// Running job ids the plan may preempt through Slurm (in-flight reservations excluded).
     pub running: BTreeSet<String>,
-    /// Released jobs still waiting to start, kept as reservations.
+    /// Released jobs still waiting to start, kept as reservations (where their nodes have
+    /// GPUs free for them).
     pub in_flight: Vec<String>,
     /// Every node name of the cluster (for `ExcNodeList`).
     pub all_nodes: Vec<String>,
@@ -424,7 +425,8 @@ impl RoundBuilder<'_> {
     }
 
     /// Released jobs that have not started: reservations (non-preemptible running jobs) on the
-    /// lowest free GPUs of the nodes they were pinned to, added to `running`. Returns their ids.
+    /// lowest free GPUs of the nodes they were pinned to, added to `running` (none where those
+    /// nodes have no GPU free). Returns the ids of all of them.
     fn in_flight_reservations(
         &mut self,
         released: &BTreeMap<String, Vec<String>>,
@@ -453,10 +455,12 @@ impl RoundBuilder<'_> {
                 );
             }
             gpus.retain(|_, v: &mut Vec<u64>| !v.is_empty());
+            // Still waiting to start (and held again after the start timeout), also when its
+            // nodes have no GPU free for it now.
+            in_flight.push(id.clone());
             if gpus.is_empty() {
                 continue;
             }
-            in_flight.push(id.clone());
             running.push(RawRunning {
                 id,
                 tenant: Some(self.tenant(job)),

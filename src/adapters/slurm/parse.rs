@@ -68,7 +68,7 @@ pub struct SlurmJob {
 pub const UNLIMITED_MINUTES: i64 = 525_600;
 
 impl SlurmJob {
-    /// Whether the job is pending with a user hold (`sbatch --hold`, `scontrol hold`,
+    /// Whether the job is pending with a user hold (`sbatch --hold`, `scontrol uhold`,
     /// `scontrol requeuehold`).
     pub fn is_held(&self) -> bool {
         self.state == "PENDING" && self.reason == "JobHeldUser"
