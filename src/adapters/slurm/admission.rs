@@ -29,7 +29,7 @@
 //! them) and the partitions it belongs to (the plugin admits a job only to a node of its
 //! partition).
 
-use super::convert::SlurmRound;
+use super::convert::{SlurmRound, ADMITTED_NOTE};
 use super::parse::{SlurmJob, Snapshot};
 use crate::cron::memory::Released;
 use crate::cron::CronError;
@@ -39,9 +39,6 @@ use std::path::Path;
 
 /// First line of the admission file.
 pub const ADMISSION_FORMAT: &str = "gangplan-admission 1";
-
-/// How the plugin's admin comment on an admitted job begins; the node follows.
-pub const ADMITTED_NOTE: &str = "gangplan: admitted at submission to ";
 
 /// Room on one node.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

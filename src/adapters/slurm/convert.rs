@@ -65,6 +65,10 @@ pub struct HeldJob {
 /// admin comment only when it is empty or begins so: operators' own comments stay.
 pub const NOTE_PREFIX: &str = "gangplan:";
 
+/// How the admin comment of a job that gangplan's job_submit/lua plugin admitted at submission
+/// begins (the node follows): kept when the job runs, as the record of how it started.
+pub const ADMITTED_NOTE: &str = "gangplan: admitted at submission to ";
+
 /// Whether gangplan may write a job's admin comment (empty, or one of gangplan's notes).
 pub fn note_is_ours(admin_comment: &str) -> bool {
     admin_comment.is_empty() || admin_comment.starts_with(NOTE_PREFIX)
@@ -571,12 +575,14 @@ fn raw_tenants(tenants: BTreeSet<String>, snap: &Snapshot) -> Option<Vec<RawTena
     })
 }
 
-/// Holding jobs whose admin comment still holds a gangplan note (to clear).
+/// Holding jobs whose admin comment still holds a gangplan note (to clear; the note of an
+/// admitted job stays).
 fn noted_running(snap: &Snapshot) -> Vec<String> {
     snap.jobs
         .iter()
         .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
         .filter(|j| j.admin_comment.starts_with(NOTE_PREFIX))
+        .filter(|j| !j.admin_comment.starts_with(ADMITTED_NOTE))
         .map(|j| j.id.to_string())
         .collect()
 }
