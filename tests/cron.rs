@@ -744,7 +744,11 @@ fn slurm_plan_without_slurm_is_an_io_failure_with_a_hint() {
 // The admission file: room no held job of the round can use, for job_submit.lua.
 
 /// The recorded round planned: 10 starts on node4 (preempting 9), 11 (2 nodes x 8) waits.
-fn planned_round() -> (Snapshot, gangplan::adapters::slurm::SlurmRound, gangplan::plan::Plan) {
+fn planned_round() -> (
+    Snapshot,
+    gangplan::adapters::slurm::SlurmRound,
+    gangplan::plan::Plan,
+) {
     let snap = snapshot();
     let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
     let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();

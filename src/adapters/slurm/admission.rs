@@ -105,9 +105,12 @@ pub fn restamp(path: &Path, time: i64) -> Result<(), CronError> {
     };
     let stamped: String = text
         .lines()
-        .map(|l| match l.starts_with("time ") {
-            true => format!("time {time}\n"),
-            false => format!("{l}\n"),
+        .map(|l| {
+            if l.starts_with("time ") {
+                format!("time {time}\n")
+            } else {
+                format!("{l}\n")
+            }
         })
         .collect();
     CronError::write(path, stamped.as_bytes())
@@ -135,8 +138,12 @@ pub fn offered_room(snap: &Snapshot, round: &SlurmRound, plan: &Plan) -> BTreeMa
             let (cpus, mem) = unstarted.get(&n.name).copied().unwrap_or_default();
             let room = Room {
                 gpus: g,
-                cpus: n.cpus.map(|(c, a)| c.saturating_sub(a).saturating_sub(cpus)),
-                memory_mb: n.memory_mb.map(|(m, a)| m.saturating_sub(a).saturating_sub(mem)),
+                cpus: n
+                    .cpus
+                    .map(|(c, a)| c.saturating_sub(a).saturating_sub(cpus)),
+                memory_mb: n
+                    .memory_mb
+                    .map(|(m, a)| m.saturating_sub(a).saturating_sub(mem)),
                 partitions: n.partitions.clone(),
             };
             Some((n.name.clone(), room))
@@ -236,9 +243,10 @@ pub fn admitted_pending(snap: &Snapshot) -> BTreeMap<String, Released> {
         .filter(|j| j.state == "PENDING" && !j.is_held())
         .filter_map(|j| {
             let noted = j.admin_comment.strip_prefix(ADMITTED_NOTE)?;
-            let nodes = match j.required_nodes.is_empty() {
-                true => vec![noted.trim().to_string()],
-                false => j.required_nodes.clone(),
+            let nodes = if j.required_nodes.is_empty() {
+                vec![noted.trim().to_string()]
+            } else {
+                j.required_nodes.clone()
             };
             let released = Released {
                 nodes,
