@@ -5,13 +5,16 @@
 # partition `gangplan` (a third partition over all nodes, next to `gpu` and `urgent`), and
 # accounting: MariaDB and slurmdbd (accounts research and prod, QOS low/high), so that the site
 # policy (fair-share, QOS) is read from Slurm. SLURM_LAB_ACCOUNTING=0 starts it without them.
-# Meant to be sourced (scripts/test.sh does): exports SLURM_CONF (what the Slurm clients need)
-# and GANGPLAN_SLURM_STATE (the lab's state dir, for scripts/slurm-down.sh). Run directly, it
+# Meant to be sourced (scripts/test.sh does): exports SLURM_CONF (what the Slurm clients need),
+# GANGPLAN_SLURM_STATE (the lab's state dir, for scripts/slurm-down.sh) and
+# GANGPLAN_ADMISSION_FILE (the admission file the lab's job_submit.lua reads). Run directly, it
 # starts the lab and prints the two exports. Needs root (the packages install on first use).
 # Knobs: GANGPLAN_SLURM_STATE (default ${TMPDIR:-/tmp}/gangplan-slurm-lab),
 #        SLURM_LAB_PORT_BASE (default 17800, away from the lab kit's own default).
 _gp_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export GANGPLAN_SLURM_STATE=${GANGPLAN_SLURM_STATE:-${TMPDIR:-/tmp}/gangplan-slurm-lab}
+# The admission file job_submit.lua reads (slurmctld inherits the variable; the tests write it).
+export GANGPLAN_ADMISSION_FILE=${GANGPLAN_ADMISSION_FILE:-$GANGPLAN_SLURM_STATE/admission}
 SLURM_LAB_NODES=4 SLURM_LAB_RACKS=2 SLURM_LAB_GPUS=8 \
   SLURM_LAB_JOB_SUBMIT_LUA="$_gp_here/job_submit.lua" SLURM_LAB_MANAGED_PARTITION=gangplan \
   SLURM_LAB_ACCOUNTING=${SLURM_LAB_ACCOUNTING:-1} \

@@ -4,6 +4,14 @@ this): a seeded stream of finite GPU jobs, served by Slurm alone, by `gangplan s
 and by `gangplan slurm plan --apply` from a loop every --cron-interval seconds, measured from
 Slurm's own record of each job (submit, start and end times, nodes).
 
+Modes: `slurm` (submitted plainly to partition gpu, Slurm schedules), `serve` and `cron`
+(submitted `--hold`), and, through gangplan's job_submit.lua (the lab of stream-bench.sh
+installs it for partition gangplan), `serve-lua` (submitted plainly to partition gangplan: the
+plugin holds every GPU job; serve runs with --no-admission) and `serve-admit` (the same, and
+serve writes the admission file the plugin reads, $GANGPLAN_ADMISSION_FILE, so a one-node job
+that fits is admitted at its submission). The column `admitted` counts the jobs the plugin
+admitted.
+
     stream-bench.py run --seeds 1 2 3 --runs 2 --modes slurm serve cron --out DIR
 
 Writes DIR/runs.csv (one line per mode, seed and run) and DIR/summary.md (means over runs).
@@ -35,6 +43,7 @@ GPUS_PER_NODE = 8
 # Gang sizes (GPUs) and how often each is drawn.
 SIZES = [(1, 0.30), (2, 0.15), (4, 0.20), (8, 0.20), (16, 0.10), (32, 0.05)]
 BIG = 16  # gangs of at least this many GPUs are the "big gangs" of the report
+ADMITTED = "gangplan: admitted at submission to"  # the plugin's admin comment on an admitted job
 
 
 def stream(seed, jobs, load, gpus, run_min, run_max):
@@ -79,14 +88,32 @@ def active(tag):
     return sum(1 for name in out.split() if name.startswith(tag))
 
 
+# Per mode: the sbatch flags of a job, and the flags of `slurm serve` (None: the mode runs no
+# serve).
+SUBMIT = {"slurm": ["-p", "gpu"], "serve": ["-p", "gpu", "--hold"], "cron": ["-p", "gpu", "--hold"],
+          "serve-lua": ["-p", "gangplan"], "serve-admit": ["-p", "gangplan"]}
+
+
+def serve_mode_flags(mode):
+    """Flags of `slurm serve` for a serve mode: the admission file the lab's plugin reads for
+    serve-admit, none for serve-lua (the plugin holds every job), the defaults for serve."""
+    if mode == "serve-admit":
+        path = os.environ.get("GANGPLAN_ADMISSION_FILE")
+        if not path:
+            sys.exit("stream-bench: serve-admit needs GANGPLAN_ADMISSION_FILE (stream-bench.sh sets it)")
+        return ["--admission-file", path]
+    return ["--no-admission"] if mode == "serve-lua" else []
+
+
 def start_planner(mode, args, state):
     """The planner of `mode` as a child process group (None for Slurm alone)."""
     if mode == "slurm":
         return None
     common = ["--apply", "--time-limit", str(args.time_limit), "--state-dir", state]
     log = open(os.path.join(state, "planner.log"), "w")
-    if mode == "serve":
-        cmd = [args.gangplan, "slurm", "serve", *common, *args.serve_flags.split()]
+    if mode.startswith("serve"):
+        cmd = [args.gangplan, "slurm", "serve", *common, *serve_mode_flags(mode),
+               *args.serve_flags.split()]
     else:
         one = " ".join([args.gangplan, "slurm", "plan", *common])
         cmd = ["bash", "-c", f"while :; do {one} >/dev/null; sleep {args.cron_interval}; done"]
@@ -96,7 +123,7 @@ def start_planner(mode, args, state):
 def stop_planner(p, mode):
     if p is None:
         return
-    os.killpg(p.pid, signal.SIGTERM if mode == "serve" else signal.SIGKILL)
+    os.killpg(p.pid, signal.SIGTERM if mode.startswith("serve") else signal.SIGKILL)
     p.wait(timeout=60)
 
 
@@ -110,9 +137,8 @@ def one_run(mode, seed, run, args, rack_of):
         t0 = time.time()
         for i, (at, g, r, limit) in enumerate(jobs):
             time.sleep(max(0.0, t0 + at - time.time()))
-            flags = ["--hold"] if mode != "slurm" else []
-            sh(["sbatch", "-Q", "-p", "gpu", "-J", f"{tag}{i}", "-o", "/dev/null", "-D", "/tmp",
-                f"--time={limit}", *flags, *shape(g), "--wrap", f"sleep {r}"])
+            sh(["sbatch", "-Q", *SUBMIT[mode], "-J", f"{tag}{i}", "-o", "/dev/null", "-D", "/tmp",
+                f"--time={limit}", *shape(g), "--wrap", f"sleep {r}"])
         deadline = time.time() + args.max_seconds
         while active(tag) and time.time() < deadline:
             time.sleep(1.0)
@@ -231,6 +257,7 @@ def measure(tag, jobs, window, gpus, rack_of, left):
             others = [v for k, v in placed.items() if k != j["job_id"]]
             spans_with_room += rack_had_room(len(nodes), start, others, rack_of)
     waits.sort()
+    admitted = sum(1 for j in mine if (j.get("admin_comment") or "").startswith(ADMITTED))
     makespan = max(ends) - min(submits) if ends else float("nan")
     return {
         "jobs": len(jobs),
@@ -243,6 +270,7 @@ def measure(tag, jobs, window, gpus, rack_of, left):
         "utilisation": round(busy / (gpus * makespan), 3),
         "gangs_spanning_racks": spans,
         "spanning_with_rack_room": spans_with_room,
+        "admitted": admitted,
     }
 
 
@@ -252,9 +280,9 @@ def hostnames(expr):
 
 def summary(rows, out):
     keys = ["mean_wait_s", "p95_wait_s", "worst_big_wait_s", "makespan_s", "utilisation",
-            "gangs_spanning_racks", "spanning_with_rack_room", "unfinished", "rounds",
+            "gangs_spanning_racks", "spanning_with_rack_room", "admitted", "unfinished", "rounds",
             "round_plan_s_median", "release_to_start_s"]
-    modes = sorted({r["mode"] for r in rows}, key=["slurm", "serve", "cron"].index)
+    modes = sorted({r["mode"] for r in rows}, key=list(SUBMIT).index)
     lines = ["| mode | runs | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
     for m in modes:
         rs = [r for r in rows if r["mode"] == m]
@@ -281,7 +309,7 @@ def main():
     ap.add_argument("command", choices=["run"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--modes", nargs="+", default=["slurm", "serve", "cron"])
+    ap.add_argument("--modes", nargs="+", default=["slurm", "serve", "cron"], choices=list(SUBMIT))
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--load", type=float, default=1.4)
     ap.add_argument("--gpus", type=int, default=256, help="GPUs of the lab cluster")

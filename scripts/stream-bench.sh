@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The stream benchmark: Slurm alone against `gangplan slurm serve` against the cron
-# (`gangplan slurm plan --apply` every 3 s), on a lab cluster of 32 nodes x 8 GPUs in 4 racks
+# (`gangplan slurm plan --apply` every 3 s), and against serve behind gangplan's job_submit.lua
+# (modes serve-lua, serve-admit: see scripts/stream-bench.py), on a lab cluster of 32 nodes x 8 GPUs in 4 racks
 # started for it (scripts/slurm-lab, its own state dir and ports, no accounting; backfill every
 # 2 s: bf_interval=2), stopped again at the end. As root. Arguments go to
 # scripts/stream-bench.py (defaults: --seeds 1 2 3 --runs 2, 100 jobs of 1-32 GPUs running
@@ -10,7 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 state=${STREAM_BENCH_STATE:-${TMPDIR:-/tmp}/gangplan-stream-lab}
 [[ -x target/release/gangplan ]] || { echo "stream-bench: build first (cargo build --release)" >&2; exit 2; }
+# gangplan's job_submit.lua holds GPU jobs of partition gangplan (modes serve-lua and
+# serve-admit) and admits by the admission file named here (slurmctld inherits the variable).
+export GANGPLAN_ADMISSION_FILE=$state/admission
 SLURM_LAB_NODES=32 SLURM_LAB_RACKS=4 SLURM_LAB_GPUS=8 SLURM_LAB_ACCOUNTING=0 \
+  SLURM_LAB_JOB_SUBMIT_LUA=scripts/job_submit.lua SLURM_LAB_MANAGED_PARTITION=gangplan \
   SLURM_LAB_PORT_BASE=${STREAM_BENCH_PORT_BASE:-18800} \
   scripts/slurm-lab/start-slurm.sh "$state" >"${state%/}.log" 2>&1 || {
   echo "stream-bench: the lab did not start; see ${state%/}.log" >&2; exit 1; }

@@ -2,6 +2,7 @@
 //! the `SlurmCli` trait), the conventions, the actions a plan turns into, stability across
 //! rounds, the round lock, metrics and the Kubernetes bindings.
 
+use gangplan::adapters::slurm::admission::{admitted_pending, offered_room, restamp, Admission};
 use gangplan::adapters::slurm::apply::{note_actions, round_actions};
 use gangplan::adapters::slurm::notes::waiting_note;
 use gangplan::adapters::slurm::parse::gpu_gres;
@@ -15,6 +16,7 @@ use gangplan::cron::stability::stabilize;
 use gangplan::cron::{Memory, RoundLock};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::{parse_instance, validate::validate};
+use gangplan::plan::PlanReservation;
 use gangplan::round::plan_round;
 use gangplan::solve::PlannerKind;
 use std::collections::BTreeMap;
@@ -736,4 +738,132 @@ fn slurm_plan_without_slurm_is_an_io_failure_with_a_hint() {
         err.contains("squeue") && err.contains("SLURM_CONF"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The admission file: room no held job of the round can use, for job_submit.lua.
+
+/// The recorded round planned: 10 starts on node4 (preempting 9), 11 (2 nodes x 8) waits.
+fn planned_round() -> (
+    Snapshot,
+    gangplan::adapters::slurm::SlurmRound,
+    gangplan::plan::Plan,
+) {
+    let snap = snapshot();
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    (snap, round, plan)
+}
+
+#[test]
+fn the_admission_offers_what_no_held_job_fits_and_leaves_out_reserved_and_drained_nodes() {
+    let (snap, mut round, mut plan) = planned_round();
+    assert!(plan.pending.iter().any(|p| p.job == "11"));
+    let room = offered_room(&snap, &round, &plan);
+    // node1-2: job 7 holds all 16 GPUs; node4: 9 holds 4 until it is requeued, 10 starts on
+    // the other 4. node3: job 6 holds 4; 4 are left, and 11 needs 8 per node.
+    assert_eq!(room.keys().collect::<Vec<_>>(), ["node3"]);
+    let node3 = &room["node3"];
+    assert_eq!(node3.gpus, 4);
+    // 32 CPUs, 1 allocated (sinfo); memory not allocated (no memory in the selection).
+    assert_eq!((node3.cpus, node3.memory_mb), (Some(31), Some(64000)));
+    assert_eq!(node3.partitions, ["gpu", "urgent"]);
+
+    // A node of the round's reservation is not offered.
+    plan.reservation = Some(PlanReservation {
+        job: "11".into(),
+        starts_in: 30.0,
+        nodes: vec!["node3".into()],
+    });
+    assert!(offered_room(&snap, &round, &plan).is_empty());
+    plan.reservation = None;
+
+    // A waiting job that fits node3's GPUs keeps them (a newcomer ranks below it).
+    let waiting = round.raw.pending.iter_mut().find(|p| p.id == "11").unwrap();
+    waiting.gpus_per_node = Some(4);
+    waiting.gpus = 8;
+    assert!(offered_room(&snap, &round, &plan).is_empty());
+
+    // A drained node offers nothing.
+    let mut drained = snap.clone();
+    drained
+        .nodes
+        .iter_mut()
+        .find(|n| n.name == "node3")
+        .unwrap()
+        .flags
+        .push("DRAIN".into());
+    let (_, _, plan) = planned_round();
+    let round = build_round(&drained, &Conventions::default(), &BTreeMap::new()).unwrap();
+    assert!(offered_room(&drained, &round, &plan).is_empty());
+}
+
+#[test]
+fn the_admission_file_is_written_whole_and_restamped_in_place() {
+    let (snap, round, plan) = planned_round();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("admission");
+    let admission = Admission {
+        generation: "3.1795983400123".into(),
+        time: 1_795_983_401,
+        read: snap.now,
+        room: offered_room(&snap, &round, &plan),
+    };
+    admission.write(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text,
+        "gangplan-admission 1\ngeneration 3.1795983400123\ntime 1795983401\nread 1795983400\n\
+         node node3 gpus 4 cpus 31 mem 64000 partitions gpu,urgent\n"
+    );
+    restamp(&path, 1_795_983_409).unwrap();
+    let stamped = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(stamped, text.replace("time 1795983401", "time 1795983409"));
+    // Only the file itself is left in the dir (the temporary file was renamed onto it).
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["admission"]);
+    // Stamping a missing file creates nothing.
+    restamp(&dir.path().join("none"), 1).unwrap();
+    assert!(!dir.path().join("none").exists());
+}
+
+#[test]
+fn admitted_jobs_not_started_are_kept_in_flight_and_held_again_after_the_timeout() {
+    let mut snap = snapshot();
+    // Job 10 was admitted at submission to node4 and waits there.
+    let j = snap.jobs.iter_mut().find(|j| j.id == 10).unwrap();
+    j.reason = "Resources".into();
+    j.admin_comment = "gangplan: admitted at submission to node4".into();
+    j.required_nodes = vec!["node4".into()];
+    let submitted = j.submit_time;
+    let admitted = admitted_pending(&snap);
+    assert_eq!(admitted.keys().collect::<Vec<_>>(), ["10"]);
+    assert_eq!(admitted["10"].nodes, ["node4"]);
+    assert_eq!(admitted["10"].at, submitted);
+
+    let released = admitted
+        .iter()
+        .map(|(id, r)| (id.clone(), r.nodes.clone()))
+        .collect();
+    let round = build_round(&snap, &Conventions::default(), &released).unwrap();
+    assert_eq!(round.in_flight, ["10"]);
+    assert!(!round.raw.pending.iter().any(|p| p.id == "10"));
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let timeout = 300;
+    let rehold = |now: i64| {
+        round_actions(&round, &plan, &admitted, now, timeout, Some(0))
+            .unwrap()
+            .contains(&Action::Rehold { job: "10".into() })
+    };
+    assert!(!rehold(submitted + timeout as i64));
+    assert!(rehold(submitted + timeout as i64 + 1));
+
+    // Held jobs, and pending jobs without the plugin's note, are not admitted ones.
+    snap.jobs.iter_mut().find(|j| j.id == 10).unwrap().reason = "JobHeldUser".into();
+    assert!(admitted_pending(&snap).is_empty());
 }

@@ -889,6 +889,123 @@ fn plain_sbatch_to_the_managed_partition_is_held_for_the_planner() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Admission at submission: job_submit.lua gives a one-node GPU job the room of gangplan's
+// admission file, and Slurm starts it inside its submission, without a round.
+
+/// The admission file the lab's job_submit.lua reads (scripts/slurm-up.sh exports its path as
+/// GANGPLAN_ADMISSION_FILE before it starts slurmctld); removed when dropped.
+struct AdmissionFile(std::path::PathBuf);
+
+impl AdmissionFile {
+    fn of_the_lab() -> Self {
+        let path = std::env::var_os("GANGPLAN_ADMISSION_FILE").unwrap_or_else(|| {
+            panic!(
+                "GANGPLAN_ADMISSION_FILE is not set: start the test cluster with \
+                 `source scripts/slurm-up.sh`, which exports the admission file's path for \
+                 slurmctld's job_submit.lua and for these tests"
+            )
+        });
+        let file = AdmissionFile(path.into());
+        file.remove();
+        file
+    }
+
+    /// Offer `node_lines` (`node NAME gpus G ...`), stamped `age` seconds ago.
+    fn offer(&self, generation: &str, age: i64, node_lines: &[&str]) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let mut text = format!(
+            "gangplan-admission 1\ngeneration {generation}-{}\ntime {}\nread {}\n",
+            std::process::id(),
+            now - age,
+            now - age
+        );
+        for l in node_lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(&self.0, text).unwrap();
+    }
+
+    fn remove(&self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+impl Drop for AdmissionFile {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+#[test]
+fn a_one_node_gpu_job_is_admitted_at_submission_only_by_a_fresh_admission_file() {
+    let Some(_turn) = claim_lab() else {
+        return;
+    };
+    let file = AdmissionFile::of_the_lab();
+    let mut jobs = Jobs::new("admit");
+    let one_node = ["-p", "gangplan", "--gres=gpu:2", "--time=5"];
+    let absent = jobs.submit("absent", &one_node);
+    assert!(is_held(&absent), "{:?}", state_of(&absent));
+
+    let node3 = "node node3 gpus 8 cpus 32 mem 64000 partitions gpu,gangplan";
+    file.offer("stale", 60, &[node3]);
+    let stale = jobs.submit("stale", &one_node);
+    assert!(is_held(&stale), "{:?}", state_of(&stale));
+
+    // No gangplan round runs in this test: Slurm alone starts the admitted job.
+    file.offer("fresh", 0, &[node3, "node node1 gpus 2 partitions gpu"]);
+    let fresh = jobs.submit("fresh", &one_node);
+    assert_eq!(wait_running(&fresh), vec!["node3".to_string()]);
+    assert_eq!(
+        admin_comment(&fresh),
+        "gangplan: admitted at submission to node3"
+    );
+    // What was given is taken off the offer: 6 GPUs are left on node3, none for 8.
+    let eight = jobs.submit("eight", &["-p", "gangplan", "--gres=gpu:8"]);
+    assert!(is_held(&eight), "{:?}", state_of(&eight));
+    let six = jobs.submit("six", &["-p", "gangplan", "-N1", "--gpus=6"]);
+    assert_eq!(wait_running(&six), vec!["node3".to_string()]);
+    // Two nodes: held, whatever the offer.
+    let two = jobs.submit("two", &["-p", "gangplan", "-N2", "--gres=gpu:1"]);
+    assert!(is_held(&two), "{:?}", state_of(&two));
+}
+
+#[test]
+fn an_admitted_job_that_does_not_start_is_held_again_after_the_start_timeout() {
+    let Some(_turn) = claim_lab() else {
+        return;
+    };
+    let file = AdmissionFile::of_the_lab();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("admit-wait");
+    let fill = jobs.submit("fill", &["-p", "gpu", "-w", "node1", "--gres=gpu:8"]);
+    wait_running(&fill);
+    // The file offers room that is gone (as between a round's read and a submission).
+    file.offer("gone", 0, &["node node1 gpus 8 partitions gangplan"]);
+    let job = jobs.submit("late", &["-p", "gangplan", "--gres=gpu:4"]);
+    let (st, _, _) = state_of(&job);
+    assert_eq!(st, "PENDING");
+    assert!(!is_held(&job));
+    assert!(admin_comment(&job).starts_with("gangplan: admitted at submission to node1"));
+
+    // A round keeps it as in flight on node1 (nothing else is planned onto its GPUs)...
+    let out = round_ok(state, true);
+    assert!(!out.contains(&format!("start job {job}")), "{out}");
+    assert!(!is_held(&job), "{:?}", state_of(&job));
+    // ...and holds it again once it has waited past the start timeout.
+    std::thread::sleep(Duration::from_millis(1100));
+    let (code, out, err, _) = apply_round(state, &["--start-timeout", "0"], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(journaled(state, "rehold", &job, "ok"), 1, "{out}");
+    assert!(is_held(&job), "{:?}", state_of(&job));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Reasons where users look: a held job's pending reason in its admin comment.
 
 #[test]

@@ -9,6 +9,7 @@ use super::plan_cmd::{
 };
 use super::{exit, Failure};
 use clap::Args;
+use gangplan::adapters::slurm::admission::{admitted_pending, offered_room, Admission};
 use gangplan::adapters::slurm::apply::{apply_actions, round_actions, Applied};
 use gangplan::adapters::slurm::{build_round, Action, Conventions, SlurmCli, SlurmError, Snapshot};
 use gangplan::cron::journal::{self, Entry, Event};
@@ -55,8 +56,32 @@ pub struct SlurmPlanArgs {
     /// 5 for `slurm serve`.
     #[arg(long, value_name = "N")]
     pub notes_per_round: Option<usize>,
+    /// With --apply, write after each round the room that none of its held jobs can use, for
+    /// gangplan's job_submit.lua to give to a new one-node GPU job at its submission, so that
+    /// Slurm starts the job at once (default FILE: STATE_DIR/admission; the plugin must read
+    /// the same path). See docs/slurm.md, "Admission at submission".
+    #[arg(long, value_name = "FILE")]
+    pub admission_file: Option<PathBuf>,
+    /// Write no admission file: every GPU job the plugin holds waits for a round.
+    #[arg(long, conflicts_with = "admission_file")]
+    pub no_admission: bool,
     #[command(flatten)]
     pub cron: CronFlags,
+}
+
+impl SlurmPlanArgs {
+    /// Where the round writes its admission file: only with --apply, and not with
+    /// --no-admission.
+    pub fn admission_path(&self) -> Option<PathBuf> {
+        if !self.apply || self.no_admission {
+            return None;
+        }
+        Some(
+            self.admission_file
+                .clone()
+                .unwrap_or_else(|| self.state_dir.join("admission")),
+        )
+    }
 }
 
 /// Map an adapter error to its exit code: unreadable state is bad input, a failing command an
@@ -170,6 +195,10 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         preemptible_partitions: a.preemptible_partition.iter().cloned().collect(),
         policy,
     };
+    // Jobs the plugin admitted that have not started are kept like the round's own releases.
+    for (id, admitted) in admitted_pending(&snap) {
+        memory.released.entry(id).or_insert(admitted);
+    }
     let released: BTreeMap<String, Vec<String>> = memory
         .released
         .iter()
@@ -230,6 +259,9 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         Applied::default()
     };
 
+    if let Some(path) = a.admission_path() {
+        write_admission(&path, round_no, &snap, &round, plan);
+    }
     memory.placements = Memory::placements_of(plan);
     let mut metrics = RoundMetrics::from_plan(plan);
     metrics.kept = planned.kept.len() as u32;
@@ -245,6 +277,31 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
             anyhow::anyhow!("apply stopped (re-run to finish): {e}"),
         )),
         None => Ok(exit::OK),
+    }
+}
+
+/// Write the round's admission file (see [`gangplan::adapters::slurm::admission`]). A file
+/// that cannot be written is logged, not fatal: the plugin finds the old one stale and holds.
+fn write_admission(
+    path: &Path,
+    round_no: u64,
+    snap: &Snapshot,
+    round: &gangplan::adapters::slurm::SlurmRound,
+    plan: &gangplan::plan::Plan,
+) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let admission = Admission {
+        generation: format!("{round_no}.{now_ms}"),
+        time: unix_now(),
+        read: snap.now,
+        room: offered_room(snap, round, plan),
+    };
+    match admission.write(path) {
+        Ok(()) => tracing::debug!(nodes = admission.room.len(), "admission file written"),
+        Err(e) => tracing::error!(error = %e, "could not write the admission file"),
     }
 }
 

@@ -6,11 +6,14 @@
 //! seen, and a round every `--idle-round` seconds regardless. A job that ended or came while
 //! a round ran is planned by the next round at once. Each round writes at most
 //! [`SERVE_NOTES_PER_ROUND`] reasons into admin comments unless told otherwise. SIGTERM and SIGINT end it between rounds
-//! (a round under way finishes first). See docs/slurm.md.
+//! (a round under way finishes first). While the queue and the nodes look as the last round
+//! planned them, each look stamps that round's admission file anew, so that the job_submit/lua
+//! plugin keeps admitting by it. See docs/slurm.md.
 
 use super::slurm_cmd::{plan, SlurmPlanArgs};
 use super::{exit, Failure};
 use clap::Args;
+use gangplan::adapters::slurm::admission::restamp;
 use gangplan::adapters::slurm::watch::read_watched;
 use gangplan::adapters::slurm::SlurmCli;
 use gangplan::cron::{Timing, Trigger};
@@ -85,9 +88,13 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
     });
     catch_stop_signals();
     tracing::info!(state_dir = %a.round.state_dir.display(), "serving: planning when the queue or the nodes change");
+    let admission = a.round.admission_path();
     let mut rounds = 0u64;
     // A change came while the last round ran: plan again without waiting for it to settle.
     let mut again = false;
+    // What the last round that ran to the end planned (its admission file holds while the
+    // queue and the nodes look the same).
+    let mut last_planned = None;
     while !STOP.load(Ordering::SeqCst) {
         match read_watched(cli) {
             Ok(seen) if again || trigger.observe(seen.fingerprint(), Instant::now()) => {
@@ -98,10 +105,14 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
                 let after = read_watched(cli).unwrap_or_else(|_| seen.clone());
                 let planned = seen.with_holds_of(&after).fingerprint();
                 trigger.planned(planned, Instant::now());
+                last_planned = ran.then_some(planned);
                 again = ran && planned != after.fingerprint();
                 if again {
                     continue;
                 }
+            }
+            Ok(seen) if last_planned == Some(seen.fingerprint()) => {
+                restamp_admission(admission.as_deref());
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not read the queue; trying again"),
@@ -110,6 +121,16 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
     }
     tracing::info!(rounds, "stopped by a signal between rounds");
     Ok(exit::OK)
+}
+
+/// Nothing changed since the last round: its admission file still holds, stamp it anew.
+fn restamp_admission(path: Option<&std::path::Path>) {
+    let Some(path) = path else {
+        return;
+    };
+    if let Err(e) = restamp(path, super::plan_cmd::unix_now()) {
+        tracing::warn!(error = %e, "could not stamp the admission file");
+    }
 }
 
 /// One round, as `slurm plan` runs it; a failed round is logged and the loop goes on (the

@@ -4,7 +4,6 @@
 //! other job is planned onto their GPUs, and held again when they never start).
 
 use super::CronError;
-use crate::fsutil::write_atomic;
 use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,13 +77,7 @@ impl Memory {
             message: e.to_string(),
         })?;
         text.push('\n');
-        write_atomic(path, text.as_bytes()).map_err(|e| match e {
-            crate::error::Error::Io { source, .. } => CronError::io(path, source),
-            other => CronError::Corrupt {
-                path: path.display().to_string(),
-                message: other.to_string(),
-            },
-        })
+        CronError::write(path, text.as_bytes())
     }
 
     /// The placements of a plan, as remembered (node -> GPU count per job).

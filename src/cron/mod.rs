@@ -13,6 +13,7 @@
 //! | `last-plan.json` | the last round's plan (SPEC plan format) |
 //! | `metrics.prom` | the last round's metrics, Prometheus text format |
 //! | `journal.jsonl` | one JSON line per change made to the cluster, with its outcome |
+//! | `admission` | Slurm only: the room a new one-node job may take at submission (see [`crate::adapters::slurm::admission`]) |
 
 pub mod journal;
 pub mod k8s;
@@ -67,5 +68,16 @@ impl CronError {
             path: path.display().to_string(),
             source,
         }
+    }
+
+    /// Write a state file atomically ([`crate::fsutil::write_atomic`]).
+    pub(crate) fn write(path: &std::path::Path, bytes: &[u8]) -> Result<(), CronError> {
+        crate::fsutil::write_atomic(path, bytes).map_err(|e| match e {
+            crate::error::Error::Io { source, .. } => CronError::io(path, source),
+            other => CronError::Corrupt {
+                path: path.display().to_string(),
+                message: other.to_string(),
+            },
+        })
     }
 }

@@ -47,4 +47,9 @@ impl StateDir {
     pub fn journal(&self) -> PathBuf {
         self.root.join("journal.jsonl")
     }
+
+    /// The admission file (Slurm: room offered to new one-node jobs at submission).
+    pub fn admission(&self) -> PathBuf {
+        self.root.join("admission")
+    }
 }

@@ -76,7 +76,7 @@ impl Action {
         check_job_id(self.job())?;
         Ok(match self {
             Action::Preempt { job } => vec![("scontrol", vec!["requeuehold".into(), job.clone()])],
-            Action::Rehold { job } => vec![("scontrol", vec!["hold".into(), job.clone()])],
+            Action::Rehold { job } => vec![("scontrol", vec!["uhold".into(), job.clone()])],
             Action::Note { job, text } => vec![(
                 "scontrol",
                 vec![

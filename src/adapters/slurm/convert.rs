@@ -65,6 +65,10 @@ pub struct HeldJob {
 /// admin comment only when it is empty or begins so: operators' own comments stay.
 pub const NOTE_PREFIX: &str = "gangplan:";
 
+/// How the admin comment of a job that gangplan's job_submit/lua plugin admitted at submission
+/// begins (the node follows): kept when the job runs, as the record of how it started.
+pub const ADMITTED_NOTE: &str = "gangplan: admitted at submission to ";
+
 /// Whether gangplan may write a job's admin comment (empty, or one of gangplan's notes).
 pub fn note_is_ours(admin_comment: &str) -> bool {
     admin_comment.is_empty() || admin_comment.starts_with(NOTE_PREFIX)
@@ -81,7 +85,8 @@ pub struct SlurmRound {
     pub ignored: Vec<(String, String)>,
     /// Running job ids the plan may preempt through Slurm (in-flight reservations excluded).
     pub running: BTreeSet<String>,
-    /// Released jobs still waiting to start, kept as reservations.
+    /// Released jobs still waiting to start, kept as reservations (where their nodes have
+    /// GPUs free for them).
     pub in_flight: Vec<String>,
     /// Every node name of the cluster (for `ExcNodeList`).
     pub all_nodes: Vec<String>,
@@ -424,7 +429,8 @@ impl RoundBuilder<'_> {
     }
 
     /// Released jobs that have not started: reservations (non-preemptible running jobs) on the
-    /// lowest free GPUs of the nodes they were pinned to, added to `running`. Returns their ids.
+    /// lowest free GPUs of the nodes they were pinned to, added to `running` (none where those
+    /// nodes have no GPU free). Returns the ids of all of them.
     fn in_flight_reservations(
         &mut self,
         released: &BTreeMap<String, Vec<String>>,
@@ -453,10 +459,12 @@ impl RoundBuilder<'_> {
                 );
             }
             gpus.retain(|_, v: &mut Vec<u64>| !v.is_empty());
+            // Still waiting to start (and held again after the start timeout), also when its
+            // nodes have no GPU free for it now.
+            in_flight.push(id.clone());
             if gpus.is_empty() {
                 continue;
             }
-            in_flight.push(id.clone());
             running.push(RawRunning {
                 id,
                 tenant: Some(self.tenant(job)),
@@ -567,12 +575,14 @@ fn raw_tenants(tenants: BTreeSet<String>, snap: &Snapshot) -> Option<Vec<RawTena
     })
 }
 
-/// Holding jobs whose admin comment still holds a gangplan note (to clear).
+/// Holding jobs whose admin comment still holds a gangplan note (to clear; the note of an
+/// admitted job stays).
 fn noted_running(snap: &Snapshot) -> Vec<String> {
     snap.jobs
         .iter()
         .filter(|j| HOLDING_STATES.contains(&j.state.as_str()))
         .filter(|j| j.admin_comment.starts_with(NOTE_PREFIX))
+        .filter(|j| !j.admin_comment.starts_with(ADMITTED_NOTE))
         .map(|j| j.id.to_string())
         .collect()
 }

@@ -12,9 +12,12 @@
 //! - [`notes`]: the reasons of waiting jobs in their admin comments, and which to rewrite.
 //! - [`site`]: the site's policy from Slurm's accounting (fair-share, QOS, preemption rule).
 //! - [`watch`]: the cheap fingerprint of queue and nodes `slurm serve` polls between rounds.
+//! - [`admission`]: the admission file, the room a round leaves for gangplan's job_submit/lua
+//!   plugin to give to a new one-node job at its submission, and the jobs it admitted.
 //!
 //! [`RawInstance`]: crate::instance::raw::RawInstance
 
+pub mod admission;
 pub mod apply;
 pub mod cli;
 pub mod convert;

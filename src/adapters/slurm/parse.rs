@@ -54,6 +54,12 @@ pub struct SlurmJob {
     pub time_limit: Option<i64>,
     /// When a running job's time limit ends it (Unix seconds; 0 when not started).
     pub end_time: i64,
+    /// CPUs it asks (all nodes together; 0 when Slurm does not say).
+    pub cpus: u32,
+    /// Memory it asks per node, MB (`--mem`); `None` when not given per node.
+    pub memory_per_node_mb: Option<u64>,
+    /// Nodes it must run on (`--nodelist`, or pinned by gangplan or its plugin).
+    pub required_nodes: Vec<String>,
 }
 
 /// A time limit of this many minutes or more is no limit: 22.05 shows a job without one
@@ -62,7 +68,7 @@ pub struct SlurmJob {
 pub const UNLIMITED_MINUTES: i64 = 525_600;
 
 impl SlurmJob {
-    /// Whether the job is pending with a user hold (`sbatch --hold`, `scontrol hold`,
+    /// Whether the job is pending with a user hold (`sbatch --hold`, `scontrol uhold`,
     /// `scontrol requeuehold`).
     pub fn is_held(&self) -> bool {
         self.state == "PENDING" && self.reason == "JobHeldUser"
@@ -82,6 +88,10 @@ pub struct SlurmNode {
     pub gres: String,
     /// Partitions the node belongs to.
     pub partitions: Vec<String>,
+    /// CPUs of the node and CPUs allocated to jobs (`None` when Slurm does not say).
+    pub cpus: Option<(u32, u32)>,
+    /// Memory of the node and memory allocated to jobs, MB (`None` when Slurm does not say).
+    pub memory_mb: Option<(u64, u64)>,
 }
 
 impl SlurmNode {
@@ -300,6 +310,12 @@ pub fn parse_squeue(s: &str) -> Result<Vec<SlurmJob>, SlurmError> {
                 .filter(|&m| m > 0 && m < UNLIMITED_MINUTES)
                 .map(|m| m * 60),
             end_time: num(&j["end_time"]).unwrap_or(0),
+            cpus: num(&j["cpus"]).unwrap_or(0).clamp(0, u32::MAX as i64) as u32,
+            memory_per_node_mb: num(&j["memory_per_node"])
+                .filter(|&m| m >= 0)
+                .map(|m| m as u64),
+            // Only read for jobs gangplan pinned: a list it cannot expand is left empty.
+            required_nodes: hostlist::expand(&text(&j["required_nodes"])).unwrap_or_default(),
         });
     }
     Ok(jobs)
@@ -326,9 +342,20 @@ pub fn parse_sinfo(s: &str) -> Result<Vec<SlurmNode>, SlurmError> {
             flags: flags.into_iter().map(|f| f.to_ascii_uppercase()).collect(),
             gres: text(&n["gres"]),
             partitions: strings(&n["partitions"]),
+            cpus: used_of(n, "cpus", "alloc_cpus")
+                .map(|(c, a)| (c.min(u32::MAX as u64) as u32, a.min(u32::MAX as u64) as u32)),
+            memory_mb: used_of(n, "real_memory", "alloc_memory"),
         });
     }
     Ok(nodes)
+}
+
+/// A node's capacity and what jobs hold of it, from two fields of `sinfo --json` (`None` when
+/// the capacity is missing; a missing allocation counts as 0).
+fn used_of(n: &Value, capacity: &str, allocated: &str) -> Option<(u64, u64)> {
+    let cap = num(&n[capacity]).filter(|&c| c >= 0)?;
+    let used = num(&n[allocated]).unwrap_or(0).clamp(0, cap);
+    Some((cap as u64, used as u64))
 }
 
 /// `key=value` tokens of one `-o` line (values never contain spaces in these records).
