@@ -5,7 +5,9 @@
 //! sharers' shares can fill of it: fill(r), the largest sum of shares (each share any number
 //! of times) at most r; room below every share offers nothing. A shared GPU with a candidate
 //! victim among its sharers offers all its room r, and each such victim k its own share m_k,
-//! in the GPU rows with the victims (`g_kt = m_k / 1000`): preempting it frees that much.
+//! in the GPU rows with the victims (`g_kt = m_k / 1000`): preempting it frees that much. A
+//! shared GPU whose sharers are all candidate victims is also a whole GPU in its node's offers
+//! and slots, freed with the highest-priority sharer (an over-count: the others may stay).
 //!
 //! ```text
 //! p_k in {0,1}   preemptible running job k is preempted (only if some pending job outranks
@@ -137,6 +139,24 @@ fn shared_gpu(
     }
 }
 
+/// The sharer that stands for a shared GPU in its node's offers and slots when every sharer on
+/// it is a candidate victim (preempting them all frees the GPU whole): the one of highest
+/// priority (then the lowest index). Counting the GPU free whenever that one sharer is
+/// preempted over-counts (the others may stay), so the slots and reach stay upper bounds;
+/// `None` when some sharer is not a candidate victim.
+fn whole_when_shared_victims_go(
+    inst: &Instance,
+    jobs: &[usize],
+    preempt: &[Option<Variable>],
+) -> Option<usize> {
+    if jobs.is_empty() || jobs.iter().any(|&k| preempt[k].is_none()) {
+        return None;
+    }
+    jobs.iter()
+        .copied()
+        .max_by_key(|&k| (inst.running[k].priority, std::cmp::Reverse(k)))
+}
+
 /// Node n's share of the supply of its type t.
 fn node(
     inst: &Instance,
@@ -149,13 +169,22 @@ fn node(
 ) {
     let mut pot = 0;
     let mut by_victim: BTreeMap<usize, u32> = BTreeMap::new();
+    // GPUs that preempting every sharer on them frees whole, by the sharer that stands for
+    // them in the node's offers and slots (see `whole_when_shared_victims_go`).
+    let mut by_sharer: BTreeMap<usize, u32> = BTreeMap::new();
     for u in gpus {
         match u {
             GpuUse::Free => {
                 supply.free[t] += 1.0;
                 pot += 1;
             }
-            GpuUse::Shared { jobs, milli } => shared_gpu(inst, t, jobs, *milli, fill, supply),
+            GpuUse::Shared { jobs, milli } => {
+                shared_gpu(inst, t, jobs, *milli, fill, supply);
+                if let Some(k) = whole_when_shared_victims_go(inst, jobs, &supply.preempt) {
+                    *by_sharer.entry(k).or_default() += 1;
+                    pot += 1;
+                }
+            }
             GpuUse::Whole(k) if supply.preempt[*k].is_some() => {
                 *by_victim.entry(*k).or_default() += 1;
                 pot += 1;
@@ -163,17 +192,23 @@ fn node(
             _ => {}
         }
     }
-    supply.offers[n].push((i64::MIN, pot - by_victim.values().sum::<u32>()));
-    for (&k, &g) in &by_victim {
+    // The node's offers and slots count both; the GPU rows count a sharer's share instead
+    // (`shared_gpu`).
+    let mut slot_victims = by_victim.clone();
+    for (k, g) in by_sharer {
+        *slot_victims.entry(k).or_default() += g;
+    }
+    let free = pot - slot_victims.values().sum::<u32>();
+    supply.offers[n].push((i64::MIN, free));
+    for (&k, &g) in &slot_victims {
         supply.offers[n].push((inst.running[k].priority, g));
     }
-    let free = pot - by_victim.values().sum::<u32>();
     // u_n: whether any victim on the node is preempted (several victims share the GPUs
     // left over past the node's last full slot, counted once).
-    let any_victim = (by_victim.len() > 1).then(|| {
+    let any_victim = (slot_victims.len() > 1).then(|| {
         let u = m.problem.add(variable().min(0).max(1));
         let mut sum_p = Expression::from(0.0);
-        for &k in by_victim.keys() {
+        for &k in slot_victims.keys() {
             sum_p += supply.preempt[k].expect("a victim");
         }
         m.constraints.push((u - sum_p).leq(0.0));
@@ -182,7 +217,7 @@ fn node(
     supply.node_offers[t].push(NodeOffer {
         free,
         any_victim,
-        victims: by_victim
+        victims: slot_victims
             .iter()
             .map(|(&k, &g)| (g, supply.preempt[k].expect("a victim")))
             .collect(),
@@ -238,5 +273,14 @@ pending:
         assert!((supply.free[0] - 0.9).abs() < 1e-9, "{}", supply.free[0]);
         let victims: Vec<(i64, f64)> = supply.victims[0].iter().map(|v| (v.0, v.1)).collect();
         assert_eq!(victims, vec![(0, 0.4)]);
+        // In the node's offers and slots GPU 1 is freed whole with its only sharer; GPU 0,
+        // whose sharer stays, is not offered at all.
+        assert_eq!(supply.offers[0], vec![(i64::MIN, 0), (0, 1)]);
+        let offer = &supply.node_offers[0][0];
+        assert_eq!(offer.free, 0);
+        assert_eq!(
+            offer.victims.iter().map(|v| v.0).collect::<Vec<_>>(),
+            vec![1]
+        );
     }
 }
