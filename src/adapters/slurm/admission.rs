@@ -96,7 +96,8 @@ impl Admission {
 }
 
 /// Stamp the admission file at `path` with a new `time` (the offer still holds: nothing changed
-/// since its round); a missing file stays missing.
+/// since its round); a missing file stays missing, and a file already stamped `time` is not
+/// written again.
 pub fn restamp(path: &Path, time: i64) -> Result<(), CronError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -113,6 +114,10 @@ pub fn restamp(path: &Path, time: i64) -> Result<(), CronError> {
             }
         })
         .collect();
+    // `serve` looks every 0.2 s and the stamp is whole seconds: most looks change nothing.
+    if stamped == text {
+        return Ok(());
+    }
     CronError::write(path, stamped.as_bytes())
 }
 

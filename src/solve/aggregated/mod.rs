@@ -65,38 +65,34 @@ pub fn finish(
             .work_until()
             .saturating_duration_since(Instant::now())
     };
-    let place = |a: &ModelAnswer| {
+    let place = |a: ModelAnswer| {
         budget
             .can_place_choice(greedy.took)
             .then(|| Placed::of(inst, topo, budget, greedy, a))
     };
     let first = super::await_answer(&running.answers, wait(), Solver::Aggregated)?;
-    let mut best = place(&first);
+    let (stage, status, bound) = (first.stage, first.status, first.bound);
+    // The relaxation's choice is placed while the integer model runs.
+    let mut best = place(first);
     let mut answered = Answered {
-        bound: first.bound,
-        time_limit_hit: true,
+        bound,
+        time_limit_hit: stage == Stage::RelaxationFirst
+            || status == BackendStatus::LimitWithIncumbent,
     };
-    let last = match first.stage {
-        Stage::Last => first,
-        // The relaxation's choice is placed while the integer model runs.
-        Stage::RelaxationFirst => {
-            match super::await_answer(&running.answers, wait(), Solver::Aggregated) {
-                Ok(last) => last,
-                Err(why) => {
-                    tracing::debug!(%why, "the integer model did not answer; the relaxation's choice stands");
-                    first
+    if stage == Stage::RelaxationFirst {
+        match super::await_answer(&running.answers, wait(), Solver::Aggregated) {
+            Ok(last) => {
+                answered = Answered {
+                    bound: [bound, last.bound].into_iter().flatten().reduce(f64::min),
+                    time_limit_hit: last.status == BackendStatus::LimitWithIncumbent,
+                };
+                if best.as_ref().is_none_or(|b| b.differs(&last)) {
+                    best = Placed::better(place(last), best);
                 }
             }
-        }
-    };
-    if last.stage == Stage::Last {
-        answered.bound = [answered.bound, last.bound]
-            .into_iter()
-            .flatten()
-            .reduce(f64::min);
-        answered.time_limit_hit = last.status == BackendStatus::LimitWithIncumbent;
-        if best.as_ref().is_none_or(|b| b.differs(&last)) {
-            best = Placed::better(place(&last), best);
+            Err(why) => {
+                tracing::debug!(%why, "the integer model did not answer; the relaxation's choice stands")
+            }
         }
     }
     tracing::debug!(
@@ -147,11 +143,11 @@ impl Placed {
         topo: &Topology,
         budget: &Budget,
         greedy: &GreedyPlan,
-        a: &ModelAnswer,
+        a: ModelAnswer,
     ) -> Self {
         let choice = Choice {
-            chosen: a.chosen.clone(),
-            victims: a.victims.clone(),
+            chosen: a.chosen,
+            victims: a.victims,
         };
         let plan = second_stage(inst, topo, &choice, budget, greedy.took);
         log_second_stage(inst, topo, &choice, &plan.1);
