@@ -54,6 +54,9 @@ pub struct RoundState<'a> {
     pub by_free: Vec<std::collections::BTreeSet<(bool, u32, NodeIx)>>,
     /// Nodes holding GPUs freed by preemption and not yet taken.
     pub freed_nodes: std::collections::BTreeSet<NodeIx>,
+    /// Per type id: nodes with a free whole GPU, whatever CPU and memory they have left (the
+    /// multi-node gang search's scan, [`RoundState::nodes_with_whole_gpus`]).
+    with_free: Vec<std::collections::BTreeSet<NodeIx>>,
     index_key: Vec<(bool, u32)>,
     /// The least CPU and memory per GPU any pending job holding GPUs asks (0: none asks any):
     /// a node left with less than that per free GPU strands those GPUs.
@@ -107,6 +110,7 @@ impl<'a> RoundState<'a> {
             least_per_gpu: least_per_gpu(inst),
             least_sharer_milli: least_sharer_milli(inst),
             by_free: vec![std::collections::BTreeSet::new(); types.len()],
+            with_free: vec![std::collections::BTreeSet::new(); types.len()],
             node_type,
             freed_nodes: Default::default(),
             index_key: vec![(false, 0); inst.nodes.len()],
@@ -139,6 +143,9 @@ impl<'a> RoundState<'a> {
             let key = state.index_key_of(n);
             state.index_key[n] = key;
             state.by_free[state.node_type[n]].insert((key.0, key.1, n));
+            if state.free[n] > 0 {
+                state.with_free[state.node_type[n]].insert(n);
+            }
             state.refile_shared(n);
         }
         state
@@ -207,6 +214,11 @@ impl<'a> RoundState<'a> {
             self.by_free[t].insert((key.0, key.1, n));
             self.index_key[n] = key;
         }
+        if self.free[n] > 0 {
+            self.with_free[self.node_type[n]].insert(n);
+        } else {
+            self.with_free[self.node_type[n]].remove(&n);
+        }
         if self.freed[n].is_empty() {
             self.freed_nodes.remove(&n);
         } else {
@@ -261,6 +273,28 @@ impl<'a> RoundState<'a> {
         let short = |left: Option<i64>, least: u64| left.is_some_and(|l| l < least as i64);
         let starved = short(self.cpu_free[n], cpu) || short(self.mem_free[n], mem);
         (self.busy[n] == 0, if starved { 0 } else { self.free[n] })
+    }
+
+    /// The nodes of a type in `mask` (by type id) with a free whole GPU or GPUs freed by
+    /// preemption: every node where [`RoundState::avail_count`] may be above 0, each once,
+    /// by type and node index within each of the two kinds.
+    pub fn nodes_with_whole_gpus<'s>(
+        &'s self,
+        mask: &'s [bool],
+    ) -> impl Iterator<Item = NodeIx> + 's {
+        let accepted = move |n: &NodeIx| mask.get(self.node_type[*n]).copied().unwrap_or(false);
+        let with_free = self
+            .with_free
+            .iter()
+            .enumerate()
+            .filter(move |(t, _)| mask.get(*t).copied().unwrap_or(false))
+            .flat_map(|(_, nodes)| nodes.iter().copied());
+        let freed_only = self
+            .freed_nodes
+            .iter()
+            .copied()
+            .filter(move |&n| self.free[n] == 0 && accepted(&n));
+        with_free.chain(freed_only)
     }
 
     /// How many whole GPUs of node n a job of priority `prio` may take (O(1) but for freed GPUs).
@@ -339,7 +373,10 @@ impl<'a> RoundState<'a> {
                         0
                     }
                 }
-                Some(l) => (l as u128 * job.gpus as u128 / total as u128) as u64,
+                Some(l) => match (l as u64).checked_mul(job.gpus as u64) {
+                    Some(product) => product / total,
+                    None => (l as u128 * job.gpus as u128 / total as u128) as u64,
+                },
             }
         };
         let g = most(self.cpu_free[n], job.cpu_milli).min(most(self.mem_free[n], job.memory_mib));
@@ -807,10 +844,14 @@ mod tests {
         let short = |l: Option<i64>, least: u64| l.is_some_and(|l| l < least as i64);
         let mut by_free: Vec<BTreeSet<(bool, u32, NodeIx)>> =
             vec![BTreeSet::new(); state.by_free.len()];
+        let mut with_free: Vec<BTreeSet<NodeIx>> = vec![BTreeSet::new(); state.by_free.len()];
         for n in 0..inst.nodes.len() {
             let starved = short(state.cpu_free[n], cpu) || short(state.mem_free[n], mem);
             let free = if starved { 0 } else { state.free[n] };
             by_free[state.node_type[n]].insert((state.busy[n] == 0, free, n));
+            if state.free[n] > 0 {
+                with_free[state.node_type[n]].insert(n);
+            }
         }
         let (mut by_room, mut with_victims) = (BTreeSet::new(), BTreeSet::new());
         for &(n, g) in &state.shared {
@@ -824,13 +865,13 @@ mod tests {
                 by_room.insert((left, state.busy[n] == 0, n, g));
             }
         }
-        format!("{by_free:?} {by_room:?} {with_victims:?}")
+        format!("{by_free:?} {with_free:?} {by_room:?} {with_victims:?}")
     }
 
     fn indices(state: &RoundState) -> String {
         format!(
-            "{:?} {:?} {:?}",
-            state.by_free, state.shared_by_room, state.shared_with_victims
+            "{:?} {:?} {:?} {:?}",
+            state.by_free, state.with_free, state.shared_by_room, state.shared_with_victims
         )
     }
 

@@ -92,12 +92,12 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
         let mut widest: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
         let mut fitting = 0u32;
-        for n in (0..inst.nodes.len()).filter(|&n| mask[topo.node_type[n]]) {
+        for n in state.nodes_with_whole_gpus(mask) {
             let a = state.avail_count(n, job.priority);
             if a > 0 {
                 fitting = fitting.saturating_add(resource_cap(state, job, n, a));
                 let w = job.gpus_per_node.map_or(a, |k| a.min(k));
-                let at = [topo.unit_of[n], inst.nodes[n].rack, inst.nodes[n].pod, 0];
+                let at = [topo.unit_of[n], topo.rack_of[n], topo.pod_of[n], 0];
                 for l in 0..4 {
                     reach[l][at[l]] += a;
                     widest[l][at[l]] = widest[l][at[l]].max(w);
