@@ -3,7 +3,7 @@
 //! rounds, the round lock, metrics and the Kubernetes bindings.
 
 use gangplan::adapters::slurm::admission::{admitted_pending, offered_room, restamp, Admission};
-use gangplan::adapters::slurm::apply::{note_actions, round_actions};
+use gangplan::adapters::slurm::apply::{apply_actions, note_actions, round_actions};
 use gangplan::adapters::slurm::notes::waiting_note;
 use gangplan::adapters::slurm::parse::gpu_gres;
 use gangplan::adapters::slurm::site::{parse_qos, parse_sshare, SitePolicy};
@@ -11,6 +11,7 @@ use gangplan::adapters::slurm::{
     build_round, plan_actions, Action, Conventions, SlurmCli, SlurmError, Snapshot,
 };
 use gangplan::cron::k8s;
+use gangplan::cron::memory::Released;
 use gangplan::cron::round::plan_with_memory;
 use gangplan::cron::stability::stabilize;
 use gangplan::cron::{Memory, RoundLock};
@@ -132,6 +133,7 @@ fn plan_preempts_the_preemptible_job_and_pins_the_urgent_one() {
                 exclude: vec!["node1".into(), "node2".into(), "node3".into()],
                 clear_begin: false,
                 clear_note: false,
+                expected_in: None,
             },
         ]
     );
@@ -163,6 +165,7 @@ fn a_failing_command_stops_the_action() {
         exclude: vec![],
         clear_begin: true,
         clear_note: false,
+        expected_in: None,
     };
     let e = a.run(&cli).unwrap_err();
     assert!(e.to_string().contains("Invalid job id"), "{e}");
@@ -183,6 +186,7 @@ fn unsafe_ids_and_names_never_reach_slurm() {
             exclude: vec![],
             clear_begin: false,
             clear_note: false,
+            expected_in: None,
         },
         Action::Start {
             job: "10".into(),
@@ -190,6 +194,7 @@ fn unsafe_ids_and_names_never_reach_slurm() {
             exclude: vec!["n ExcNodeList=x".into()],
             clear_begin: false,
             clear_note: false,
+            expected_in: None,
         },
     ] {
         let cli = Recorded::new();
@@ -329,7 +334,7 @@ fn notes_are_rewritten_for_new_words_only_and_each_round_writes_a_bounded_number
     // The bound: starts and preemptions always, notes up to the limit.
     let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
     let is_note = |a: &Action| matches!(a, Action::Note { .. });
-    let with = |limit| round_actions(&round, &plan, &BTreeMap::new(), 0, 300, limit).unwrap();
+    let with = |limit| round_actions(&round, &plan, &BTreeMap::new(), 0, 300, limit, true).unwrap();
     let none = with(Some(0));
     assert_eq!(none, plan_actions(&round, &plan).unwrap());
     assert!(!none.iter().any(is_note));
@@ -856,7 +861,7 @@ fn admitted_jobs_not_started_are_kept_in_flight_and_held_again_after_the_timeout
     let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
     let timeout = 300;
     let rehold = |now: i64| {
-        round_actions(&round, &plan, &admitted, now, timeout, Some(0))
+        round_actions(&round, &plan, &admitted, now, timeout, Some(0), true)
             .unwrap()
             .contains(&Action::Rehold { job: "10".into() })
     };
@@ -866,4 +871,387 @@ fn admitted_jobs_not_started_are_kept_in_flight_and_held_again_after_the_timeout
     // Held jobs, and pending jobs without the plugin's note, are not admitted ones.
     snap.jobs.iter_mut().find(|j| j.id == 10).unwrap().reason = "JobHeldUser".into();
     assert!(admitted_pending(&snap).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pre-release: the round's reservation gang, pinned to its reserved nodes and released at once.
+
+/// Seconds from the recorded read until the jobs on node3 and node4 end in [`timed_snapshot`].
+const NODE3_FREE_IN: i64 = 120;
+const NODE4_FREE_IN: i64 = 300;
+
+/// The recorded cluster with time limits and without job 10: job 7 (node1 and node2, 8 GPUs
+/// each) ends in an hour, job 6 (node3, 4 GPUs) in 120 s, job 9 (node4, 4 GPUs) in 300 s.
+/// Held job 11 (2 x 8, ranked below the running jobs, so it preempts none) cannot start now;
+/// node3 and node4 (one rack) are whole in 300 s.
+fn timed_snapshot() -> Snapshot {
+    let mut snap = snapshot();
+    snap.jobs.retain(|j| j.id != 10);
+    let now = snap.now;
+    for (id, ends_in) in [(7, 3600), (6, NODE3_FREE_IN), (9, NODE4_FREE_IN)] {
+        let j = snap.jobs.iter_mut().find(|j| j.id == id).unwrap();
+        j.time_limit = Some(7200);
+        j.end_time = now + ends_in;
+    }
+    snap
+}
+
+/// The round of [`timed_snapshot`] and its plan.
+fn timed_round() -> (gangplan::adapters::slurm::SlurmRound, gangplan::plan::Plan) {
+    let round = build_round(&timed_snapshot(), &Conventions::default(), &BTreeMap::new()).unwrap();
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    (round, plan)
+}
+
+/// The start of job 11 among a round's actions, if any.
+fn start_of_11(actions: &[Action]) -> Option<&Action> {
+    actions
+        .iter()
+        .find(|a| matches!(a, Action::Start { job, .. } if job == "11"))
+}
+
+/// The round's actions for the timed round with `released` jobs in flight, pre-release on.
+fn timed_actions(
+    round: &gangplan::adapters::slurm::SlurmRound,
+    plan: &gangplan::plan::Plan,
+    released: &BTreeMap<String, Released>,
+) -> Vec<Action> {
+    round_actions(round, plan, released, 0, 300, None, true).unwrap()
+}
+
+#[test]
+fn the_reservation_gang_is_released_at_once_pinned_to_its_reserved_nodes() {
+    let (round, plan) = timed_round();
+    let r = plan
+        .reservation
+        .as_ref()
+        .expect("job 11 gets a reservation");
+    assert_eq!(r.job, "11");
+    assert_eq!(r.nodes, ["node3", "node4"]);
+    assert!((r.starts_in - NODE4_FREE_IN as f64).abs() < 1e-6, "{r:?}");
+    assert!(plan.placements.is_empty() && plan.preemptions.is_empty());
+
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    let start = Action::Start {
+        job: "11".into(),
+        nodes: vec!["node3".into(), "node4".into()],
+        exclude: vec!["node1".into(), "node2".into()],
+        clear_begin: false,
+        clear_note: false,
+        expected_in: Some(NODE4_FREE_IN as u64),
+    };
+    // The gang gets no waiting note: from its release on, it is Slurm's to start.
+    assert_eq!(actions, vec![start.clone()]);
+    assert!(start.describe().contains("ahead of its reservation"));
+    let cli = Recorded::new();
+    start.run(&cli).unwrap();
+    assert_eq!(
+        *cli.calls.lock().unwrap(),
+        [
+            "scontrol update JobId=11 NodeList=node3,node4 ExcNodeList=node1,node2",
+            "scontrol release 11",
+        ]
+    );
+
+    // Applied: journaled with the expected wait, remembered with the expected start.
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let mut released = BTreeMap::new();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let applied = apply_actions(&actions, &Recorded::new(), &journal, 1, &mut released);
+    assert_eq!(applied.failures, 0);
+    let r = &released["11"];
+    assert_eq!(r.nodes, ["node3", "node4"]);
+    assert!(r.at >= before, "{r:?}");
+    assert_eq!(r.expected_start, Some(r.at + NODE4_FREE_IN));
+    let lines = std::fs::read_to_string(&journal).unwrap();
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&last["action"], &last["outcome"], &last["expected_in"]),
+        (
+            &serde_json::json!("start"),
+            &serde_json::json!("ok"),
+            &serde_json::json!(NODE4_FREE_IN)
+        )
+    );
+}
+
+#[test]
+fn without_pre_release_the_reservation_gang_stays_held_with_its_reason() {
+    let (round, plan) = timed_round();
+    let actions = round_actions(&round, &plan, &BTreeMap::new(), 0, 300, None, false).unwrap();
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+    let reason = &plan.pending.iter().find(|p| p.job == "11").unwrap().reason;
+    assert!(reason.contains("node3, node4 reserved for it"), "{reason}");
+    assert_eq!(
+        actions,
+        vec![Action::Note {
+            job: "11".into(),
+            text: waiting_note(reason),
+        }]
+    );
+}
+
+#[test]
+fn a_reservation_gang_that_is_not_held_is_not_released_ahead() {
+    // The reservation names a job that runs (as if the plan were of an older state).
+    let (round, mut plan) = timed_round();
+    plan.reservation.as_mut().unwrap().job = "9".into();
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert!(
+        !actions.iter().any(|a| matches!(a, Action::Start { .. })),
+        "{actions:?}"
+    );
+    // Job 11 is no longer held (released by its user, say).
+    let (mut round, plan) = timed_round();
+    round.held.remove("11");
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert_eq!(
+        actions,
+        vec![],
+        "nothing to start, no note on a job not held"
+    );
+}
+
+#[test]
+fn a_reservation_gang_asking_other_node_counts_is_not_released_ahead() {
+    let (mut round, plan) = timed_round();
+    round.held.get_mut("11").unwrap().node_count = 3;
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+    // It stays held, with its reason.
+    assert!(matches!(&actions[..], [Action::Note { job, .. }] if job == "11"));
+}
+
+#[test]
+fn a_reservation_gang_on_free_nodes_is_left_to_the_plan() {
+    let (round, mut plan) = timed_round();
+    plan.reservation.as_mut().unwrap().starts_in = 0.0;
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+}
+
+#[test]
+fn a_reserved_node_pinned_to_another_job_in_flight_keeps_the_gang_held() {
+    let (round, plan) = timed_round();
+    let in_flight = |node: &str| {
+        BTreeMap::from([(
+            "12".to_string(),
+            Released::new(vec![node.to_string()], 0, None),
+        )])
+    };
+    let actions = timed_actions(&round, &plan, &in_flight("node4"));
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+    assert!(matches!(&actions[..], [Action::Note { job, .. }] if job == "11"));
+    // A job in flight on a node outside the reservation changes nothing.
+    let actions = timed_actions(&round, &plan, &in_flight("node1"));
+    assert!(start_of_11(&actions).is_some(), "{actions:?}");
+}
+
+#[test]
+fn a_reserved_node_the_round_starts_a_job_on_keeps_the_gang_held_for_a_later_round() {
+    let mut snap = timed_snapshot();
+    // Held job 12: 4 GPUs for a minute, so it ends by the reservation's start and may use
+    // the 4 free GPUs of node3 or node4 now.
+    let mut short = snap.jobs.iter().find(|j| j.id == 11).unwrap().clone();
+    short.id = 12;
+    short.node_count = 1;
+    short.tres_per_node = "gres:gpu:4".into();
+    short.time_limit = Some(60);
+    snap.jobs.push(short);
+    let round = build_round(&snap, &Conventions::default(), &BTreeMap::new()).unwrap();
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let mut plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let r = plan.reservation.as_ref().unwrap();
+    assert_eq!(r.job, "11");
+    assert_eq!(r.nodes, ["node3", "node4"]);
+    let placed: Vec<_> = plan.placements.iter().map(|p| p.job.as_str()).collect();
+    assert_eq!(placed, ["12"]);
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+    assert!(actions
+        .iter()
+        .any(|a| matches!(a, Action::Start { job, .. } if job == "12")));
+    assert!(actions
+        .iter()
+        .any(|a| matches!(a, Action::Note { job, .. } if job == "11")));
+    // Without that start on a reserved node, the gang goes ahead.
+    plan.placements.clear();
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert!(start_of_11(&actions).is_some(), "{actions:?}");
+}
+
+/// A gang released ahead is kept in flight on its nodes by the next rounds and held again
+/// only `--start-timeout` seconds after its expected start, not after its release.
+#[test]
+fn a_gang_released_ahead_is_held_again_only_after_its_expected_start_and_the_timeout() {
+    let mut snap = timed_snapshot();
+    let j = snap.jobs.iter_mut().find(|j| j.id == 11).unwrap();
+    j.reason = "Resources".into();
+    let at = snap.now;
+    let expected = at + NODE4_FREE_IN;
+    let released = BTreeMap::from([(
+        "11".to_string(),
+        Released::new(vec!["node3".into(), "node4".into()], at, Some(expected)),
+    )]);
+    let pinned = released
+        .iter()
+        .map(|(id, r)| (id.clone(), r.nodes.clone()))
+        .collect();
+    let round = build_round(&snap, &Conventions::default(), &pinned).unwrap();
+    assert_eq!(round.in_flight, ["11"]);
+    // Kept on the GPUs its nodes have free now, out of every other job's way.
+    let kept = round.raw.running.iter().find(|r| r.id == "11").unwrap();
+    assert_eq!(kept.gpus["node3"], vec![4, 5, 6, 7]);
+    assert_eq!(kept.gpus["node4"], vec![4, 5, 6, 7]);
+    let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let timeout = 60;
+    let rehold = |now: i64| {
+        round_actions(&round, &plan, &released, now, timeout, None, true)
+            .unwrap()
+            .contains(&Action::Rehold { job: "11".into() })
+    };
+    // Past the timeout counted from the release, its nodes still busy: not held again.
+    assert!(!rehold(at + timeout as i64 + 1));
+    assert!(!rehold(expected + timeout as i64));
+    assert!(rehold(expected + timeout as i64 + 1));
+    // Released without an expected start (a plain start), the release counts.
+    let plain = BTreeMap::from([(
+        "11".to_string(),
+        Released::new(vec!["node3".into(), "node4".into()], at, None),
+    )]);
+    let actions = round_actions(
+        &round,
+        &plan,
+        &plain,
+        at + timeout as i64 + 1,
+        timeout,
+        None,
+        true,
+    );
+    assert!(actions
+        .unwrap()
+        .contains(&Action::Rehold { job: "11".into() }));
+}
+
+/// A fake Slurm in `dir/bin`: `squeue --json` answers `dir/squeue.json`, `sinfo --json`,
+/// `scontrol -o show partition` and `scontrol show topology` the recordings, any other
+/// command nothing; every command line is appended to `dir/calls.log`.
+fn fake_slurm(dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let d = dir.display();
+    let script = format!(
+        "#!/bin/sh\nline=\"$(basename \"$0\") $*\"\necho \"$line\" >> {d}/calls.log\n\
+         case \"$line\" in\n\
+         'squeue --json') cat {d}/squeue.json ;;\n\
+         'sinfo --json') cat {FIX}/sinfo.json ;;\n\
+         'scontrol -o show partition') cat {FIX}/partitions.txt ;;\n\
+         'scontrol show topology') cat {FIX}/topology.txt ;;\n\
+         esac\n"
+    );
+    let fake = bin.join("fake-slurm");
+    std::fs::write(&fake, script).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for name in ["squeue", "sinfo", "scontrol", "sshare", "sacctmgr"] {
+        std::os::unix::fs::symlink(&fake, bin.join(name)).unwrap();
+    }
+    bin
+}
+
+/// The recorded `squeue --json` with the times of [`timed_snapshot`], counted from `now`.
+fn timed_squeue(now: i64) -> String {
+    let text = std::fs::read_to_string(Path::new(FIX).join("squeue.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let jobs = v["jobs"].as_array_mut().unwrap();
+    jobs.retain(|j| j["job_id"] != 10);
+    for (id, ends_in) in [(7, 3600), (6, NODE3_FREE_IN), (9, NODE4_FREE_IN)] {
+        let j = jobs.iter_mut().find(|j| j["job_id"] == id).unwrap();
+        j["time_limit"] = serde_json::json!(120);
+        j["end_time"] = serde_json::json!(now + ends_in);
+    }
+    v.to_string()
+}
+
+/// `slurm plan --apply` on the fake Slurm in a fresh dir, with `extra` flags: (stdout, the
+/// Slurm commands run, the memory after the round).
+fn fake_round(extra: &[&str]) -> (String, Vec<String>, Memory) {
+    let dir = tempfile::tempdir().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    std::fs::write(dir.path().join("squeue.json"), timed_squeue(now)).unwrap();
+    let bin = fake_slurm(dir.path());
+    let state = dir.path().join("state");
+    let o = gangplan()
+        .args([
+            "slurm",
+            "plan",
+            "--apply",
+            "--time-limit",
+            "5",
+            "--state-dir",
+        ])
+        .arg(&state)
+        .args(extra)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let calls = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
+    let memory = Memory::load(&state.join("memory.json")).unwrap();
+    (out, calls.lines().map(str::to_string).collect(), memory)
+}
+
+#[test]
+fn slurm_plan_releases_the_reservation_gang_ahead_unless_told_not_to() {
+    let (out, calls, memory) = fake_round(&[]);
+    assert!(
+        out.contains("doing: start job 11 on node3,node4 when their GPUs free"),
+        "{out}"
+    );
+    let pin = "scontrol update JobId=11 NodeList=node3,node4 ExcNodeList=node1,node2";
+    let release = "scontrol release 11";
+    let at = |line: &str| calls.iter().position(|c| c == line);
+    assert!(at(pin).is_some() && at(pin) < at(release), "{calls:?}");
+    let r = &memory.released["11"];
+    let wait = r.expected_start.expect("an expected start") - r.at;
+    // The round read the cluster up to a few seconds before it released the gang.
+    assert!((NODE4_FREE_IN - 5..=NODE4_FREE_IN).contains(&wait), "{r:?}");
+
+    let (out, calls, memory) = fake_round(&["--no-pre-release"]);
+    assert!(!out.contains("start job 11"), "{out}");
+    assert!(out.contains("pending: job 11:"), "{out}");
+    assert!(!calls.iter().any(|c| c.contains("release")), "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.starts_with("scontrol update JobId=11 AdminComment=gangplan: waiting:")),
+        "{calls:?}"
+    );
+    assert!(memory.released.is_empty());
+}
+
+#[test]
+fn slurm_plan_and_serve_teach_no_pre_release() {
+    for sub in ["plan", "serve"] {
+        let o = gangplan().args(["slurm", sub, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success());
+        assert!(help.contains("--no-pre-release"), "{help}");
+        assert!(help.contains("reserved"), "{help}");
+    }
 }

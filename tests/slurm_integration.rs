@@ -60,9 +60,15 @@ impl Jobs {
         }
     }
 
-    /// Submit `sleep` as a job: `extra` are sbatch flags.
+    /// Submit `sleep 600` as a job: `extra` are sbatch flags.
     fn submit(&mut self, name: &str, extra: &[&str]) -> String {
+        self.submit_sleeping(name, 600, extra)
+    }
+
+    /// Submit `sleep SECONDS` as a job: `extra` are sbatch flags.
+    fn submit_sleeping(&mut self, name: &str, seconds: u32, extra: &[&str]) -> String {
         let job_name = format!("{}-{name}", self.tag);
+        let wrap = format!("sleep {seconds}");
         let mut args = vec![
             "--parsable",
             "-J",
@@ -73,7 +79,7 @@ impl Jobs {
             "/tmp",
         ];
         args.extend_from_slice(extra);
-        args.extend_from_slice(&["--wrap", "sleep 600"]);
+        args.extend_from_slice(&["--wrap", &wrap]);
         let out = sh("sbatch", &args);
         let id = out.split(';').next().unwrap_or_default().to_string();
         assert!(
@@ -1304,11 +1310,120 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
         );
     }
     assert!(out.contains("node2, node3 reserved for it from"), "{out}");
+    // The short job starts on a reserved node in this round: the gang is not released ahead
+    // of it (Slurm would keep the node for the waiting gang and leave the short job to its
+    // backfill pass).
+    assert!(!out.contains(&format!("start job {big}")), "{out}");
 
     round_ok(state, true);
     let nodes = wait_running(&short);
     assert!(nodes == ["node2"] || nodes == ["node3"], "{nodes:?}");
     assert!(is_held(&long) && is_held(&open) && is_held(&big));
+    // The next round, with the short job running, releases the gang pinned to node2 and
+    // node3, where it waits for their GPUs; the others stay held.
+    let out = round_ok(state, true);
+    assert!(
+        out.contains(&format!(
+            "doing: start job {big} on node2,node3 when their GPUs free"
+        )),
+        "{out}"
+    );
+    assert_released_ahead_onto(state, &big, &["node2", "node3"]);
+    assert!(is_held(&long) && is_held(&open));
+    assert_eq!(state_of(&short).0, "RUNNING");
+}
+
+/// Job `id` was released ahead of its reservation onto `nodes` by the round of `state_dir`:
+/// pending in Slurm, not held, pinned to exactly `nodes`, journaled as a start with the
+/// seconds the round expected until they free.
+fn assert_released_ahead_onto(state_dir: &Path, id: &str, nodes: &[&str]) {
+    let (state, reason, _) = state_of(id);
+    assert!(
+        state == "PENDING" && !is_held(id),
+        "job {id} should wait released: {state} {reason}"
+    );
+    let required = job_json(id)["required_nodes"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(hostlist::expand(&required).unwrap(), nodes, "{required}");
+    let starts: Vec<_> = journal(state_dir)
+        .into_iter()
+        .filter(|e| e["action"] == "start" && e["job"] == id && e["outcome"] == "ok")
+        .collect();
+    assert_eq!(starts.len(), 1, "{starts:?}");
+    assert_eq!(starts[0]["nodes"], serde_json::json!(nodes));
+    assert!(
+        starts[0]["expected_in"].as_u64().is_some_and(|s| s > 0),
+        "{:?}",
+        starts[0]
+    );
+}
+
+/// A reserved gang released by the round that reserved its nodes starts when they free, on
+/// them, with no round after that one.
+#[test]
+fn a_reserved_gang_released_early_starts_on_its_nodes_without_another_round() {
+    let Some(_turn) = claim_lab() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let mut jobs = Jobs::new("early");
+    // node1 and node4 full for an hour; node2 and node3 hold 4 GPUs each for a job of a
+    // minute's limit that ends by itself after 15 s.
+    for node in ["node1", "node4"] {
+        let id = jobs.submit(
+            &format!("run-{node}"),
+            &["-p", "gpu", "-w", node, "--gres=gpu:8", "--time=60"],
+        );
+        wait_running(&id);
+    }
+    let short: Vec<String> = ["node2", "node3"]
+        .iter()
+        .map(|node| {
+            jobs.submit_sleeping(
+                &format!("run-{node}"),
+                15,
+                &["-p", "gpu", "-w", node, "--gres=gpu:4", "--time=1"],
+            )
+        })
+        .collect();
+    for id in &short {
+        wait_running(id);
+    }
+    let big = jobs.submit("big", &["--hold", "-N2", "--gres=gpu:8"]);
+
+    let out = round_ok(state, true);
+    assert!(
+        out.contains(&format!(
+            "doing: start job {big} on node2,node3 when their GPUs free"
+        )),
+        "{out}"
+    );
+    assert_released_ahead_onto(state, &big, &["node2", "node3"]);
+
+    // No other round runs: Slurm starts the gang when the short jobs end.
+    let nodes = wait_running(&big);
+    assert_eq!(nodes, ["node2", "node3"]);
+    let ended = short
+        .iter()
+        .map(|id| job_json(id)["end_time"].as_i64().unwrap_or(0))
+        .max()
+        .unwrap();
+    let started = job_json(&big)["start_time"].as_i64().unwrap_or(0);
+    assert!(
+        ended > 0 && started >= ended,
+        "started at {started}, the short jobs ended at {ended}"
+    );
+    eprintln!(
+        "gang {big} started {} s after the jobs on its nodes ended",
+        started - ended
+    );
+    let memory: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("memory.json")).unwrap()).unwrap();
+    assert_eq!(memory["round"], 1, "one round only");
+    assert!(journal(state).iter().all(|e| e["round"] == 1));
 }
 
 // ---------------------------------------------------------------------------------------------

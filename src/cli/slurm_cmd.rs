@@ -44,9 +44,19 @@ pub struct SlurmPlanArgs {
     /// Policy block (YAML/JSON: time_limit, mip_gap, weights, preemption) for every round.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Hold again (with --apply) a job released this many seconds ago that has not started.
+    /// Hold again (with --apply) a job released this many seconds ago that has not started;
+    /// for a reserved gang released ahead, S seconds after its nodes were expected to free.
     #[arg(long, value_name = "S", default_value_t = 300)]
     pub start_timeout: u64,
+    /// Keep the reserved gang (the first held gang that cannot start now) held until a round
+    /// sees its nodes free. Without this flag, the round that reserves the nodes pins the gang
+    /// to them and releases it at once, so that Slurm starts it the moment they free, with no
+    /// round in between; it skips that when the gang is not held, its nodes are free now, it
+    /// asks another number of nodes than are reserved, or a reserved node is pinned to another
+    /// released job that has not started (one the same round starts included). See
+    /// docs/slurm.md, "Time: reservations for blocked gangs".
+    #[arg(long)]
+    pub no_pre_release: bool,
     /// Kill a Slurm command (squeue, sinfo, scontrol) still running after S seconds; the
     /// round then stops with exit code 6 and the next round finishes.
     #[arg(long, value_name = "S", default_value_t = 30.0)]
@@ -149,9 +159,19 @@ fn open_round(dir: &Path) -> Result<(StateDir, RoundLock, Memory), Failure> {
 /// planned afresh).
 fn take_over(change: &serde_json::Value, memory: &mut Memory) {
     tracing::warn!(change = %change, "the round before was interrupted during this change; reading the cluster afresh");
-    if let Ok(Action::Start { job, nodes, .. }) = serde_json::from_value::<Action>(change.clone()) {
+    if let Ok(Action::Start {
+        job,
+        nodes,
+        expected_in,
+        ..
+    }) = serde_json::from_value::<Action>(change.clone())
+    {
         let at = change["time"].as_i64().unwrap_or_else(unix_now);
-        memory.released.insert(job, Released { nodes, at });
+        let expected_start =
+            expected_in.map(|s| at.saturating_add(i64::try_from(s).unwrap_or(i64::MAX)));
+        memory
+            .released
+            .insert(job, Released::new(nodes, at, expected_start));
     }
 }
 
@@ -238,6 +258,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         now,
         a.start_timeout,
         a.notes_per_round,
+        !a.no_pre_release,
     )
     .map_err(|e| {
         Failure::new(

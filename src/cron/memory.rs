@@ -1,7 +1,8 @@
 //! What one round remembers for the next: where each pending job was planned (so a job still
 //! pending keeps that placement while it stays good, see [`super::stability`]) and which jobs
 //! were released to the engine but may not have started yet (kept as reservations, so no
-//! other job is planned onto their GPUs, and held again when they never start).
+//! other job is planned onto their GPUs, and held again when they never start, see
+//! [`Released::overdue`]).
 
 use super::CronError;
 use crate::plan::Plan;
@@ -20,6 +21,32 @@ pub struct Released {
     pub nodes: Vec<String>,
     /// When it was released (Unix seconds).
     pub at: i64,
+    /// When its nodes were expected to free for it (Unix seconds): set for a gang released
+    /// ahead of its reservation, which Slurm starts only then. Absent in memory files written
+    /// before it existed, and for jobs released onto GPUs free at the release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_start: Option<i64>,
+}
+
+impl Released {
+    /// A job released at `at` onto `nodes`, expected to start at `expected_start` when its
+    /// nodes were still busy at the release (`None`: at once).
+    pub fn new(nodes: Vec<String>, at: i64, expected_start: Option<i64>) -> Released {
+        Released {
+            nodes,
+            at,
+            expected_start,
+        }
+    }
+
+    /// Whether the job, still not started at `now`, is to be held again: more than
+    /// `start_timeout` seconds have passed since it was released or, when later, since its
+    /// nodes were expected to free. A gang released ahead of its reservation is not held
+    /// again only because the jobs on its nodes have not ended yet.
+    pub fn overdue(&self, now: i64, start_timeout: u64) -> bool {
+        let due = self.expected_start.map_or(self.at, |t| t.max(self.at));
+        now.saturating_sub(due) > i64::try_from(start_timeout).unwrap_or(i64::MAX)
+    }
 }
 
 /// The memory file.
@@ -112,16 +139,48 @@ mod tests {
         };
         m.placements
             .insert("7".into(), BTreeMap::from([("node1".into(), 4)]));
+        m.released
+            .insert("8".into(), Released::new(vec!["node2".into()], 5, None));
         m.released.insert(
-            "8".into(),
-            Released {
-                nodes: vec!["node2".into()],
-                at: 5,
-            },
+            "9".into(),
+            Released::new(vec!["node3".into()], 6, Some(290)),
         );
         m.save(&p).unwrap();
         assert_eq!(Memory::load(&p).unwrap(), m);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.matches("expected_start").count(), 1, "{text}");
         std::fs::write(&p, "{").unwrap();
         assert!(matches!(Memory::load(&p), Err(CronError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn a_memory_file_without_expected_starts_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("memory.json");
+        std::fs::write(
+            &p,
+            r#"{"format": "gangplan-cron-memory/1", "round": 2,
+                "released": {"8": {"nodes": ["node2"], "at": 5}}}"#,
+        )
+        .unwrap();
+        let m = Memory::load(&p).unwrap();
+        assert_eq!(
+            m.released["8"],
+            Released::new(vec!["node2".into()], 5, None)
+        );
+    }
+
+    #[test]
+    fn overdue_counts_from_the_later_of_release_and_expected_start() {
+        let plain = Released::new(vec!["n".into()], 100, None);
+        assert!(!plain.overdue(400, 300));
+        assert!(plain.overdue(401, 300));
+        let ahead = Released::new(vec!["n".into()], 100, Some(350));
+        assert!(!ahead.overdue(650, 300));
+        assert!(ahead.overdue(651, 300));
+        // An expected start before the release (clock skew) counts from the release.
+        let early = Released::new(vec!["n".into()], 100, Some(50));
+        assert!(early.overdue(401, 300));
+        assert!(!plain.overdue(i64::MIN, u64::MAX));
     }
 }

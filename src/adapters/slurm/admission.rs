@@ -253,11 +253,7 @@ pub fn admitted_pending(snap: &Snapshot) -> BTreeMap<String, Released> {
             } else {
                 j.required_nodes.clone()
             };
-            let released = Released {
-                nodes,
-                at: j.submit_time,
-            };
-            Some((j.id.to_string(), released))
+            Some((j.id.to_string(), Released::new(nodes, j.submit_time, None)))
         })
         .collect()
 }

@@ -7,17 +7,25 @@
 //! nodes as it is pinned to and every other node is excluded, Slurm starts it on exactly those
 //! nodes, as soon as their GPUs are free. Slurm picks the GPU indices inside each node.
 //!
+//! **Pre-release.** The round's reservation gang (the first held gang that cannot start now,
+//! with the nodes whose GPUs free soonest) is pinned and released the same way in the same
+//! round, ahead of time ([`pre_release_action`]): Slurm starts it the moment its nodes free,
+//! without waiting for a round to see them free. Its start carries `expected_in`, the seconds
+//! until then, and the job is not held again before `--start-timeout` seconds after that
+//! ([`Released::overdue`]). It waits for a later round when a reserved node is pinned to
+//! another job released and not started yet, the round's own starts included.
+//!
 //! [`apply_actions`] carries a round's actions out one by one, journaling each, and stops at
 //! the first failure (the next round reads the cluster afresh and finishes the rest).
 
 use super::cli::{check_job_id, check_node_name, command_line, SlurmCli};
-use super::convert::{SlurmRound, NOTE_PREFIX};
+use super::convert::{HeldJob, SlurmRound, NOTE_PREFIX};
 use super::notes::notes_to_write;
 use super::SlurmError;
 use crate::cron::journal::{self, Entry};
 use crate::cron::memory::Released;
 use crate::cron::CronError;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanReservation};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -44,6 +52,11 @@ pub enum Action {
         /// Also clear gangplan's note in the admin comment.
         #[serde(default)]
         clear_note: bool,
+        /// Released ahead of its reservation: seconds from the round until its nodes' GPUs
+        /// free, when Slurm starts it. `None`: its GPUs are free now (or once the round's
+        /// preemptions have freed them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected_in: Option<u64>,
     },
     /// Write why a held job waits into its admin comment, or clear a gangplan note (`text`
     /// empty) from a job that runs.
@@ -91,6 +104,7 @@ impl Action {
                 exclude,
                 clear_begin,
                 clear_note,
+                ..
             } => {
                 for n in nodes.iter().chain(exclude) {
                     check_node_name(n)?;
@@ -122,9 +136,22 @@ impl Action {
             Action::Rehold { job } => {
                 format!("hold job {job} again: released earlier but never started")
             }
-            Action::Start { job, nodes, .. } => {
-                format!("start job {job} on {} (pin + release)", nodes.join(","))
-            }
+            Action::Start {
+                job,
+                nodes,
+                expected_in: None,
+                ..
+            } => format!("start job {job} on {} (pin + release)", nodes.join(",")),
+            Action::Start {
+                job,
+                nodes,
+                expected_in: Some(s),
+                ..
+            } => format!(
+                "start job {job} on {} when their GPUs free, in about {s} s (pin + release \
+                 now, ahead of its reservation)",
+                nodes.join(",")
+            ),
             Action::Note { job, text } if text.is_empty() => {
                 format!("clear gangplan's note on job {job}")
             }
@@ -177,24 +204,120 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
                 ),
             });
         }
-        let exclude = round
-            .all_nodes
-            .iter()
-            .filter(|n| !nodes.contains(n))
-            .cloned()
-            .collect();
-        actions.push(Action::Start {
-            job: p.job.clone(),
-            nodes,
-            exclude,
-            clear_begin: held.clear_begin,
-            clear_note: held.admin_comment.starts_with(NOTE_PREFIX),
-        });
+        actions.push(start_action(round, &p.job, held, nodes, None));
     }
     for a in &actions {
         a.commands()?;
     }
     Ok(actions)
+}
+
+/// The start of held job `job` on exactly `nodes`: pinned there with every other node of the
+/// cluster excluded, a requeue's begin time and gangplan's note cleared where it has them.
+/// `expected_in`: see [`Action::Start`].
+fn start_action(
+    round: &SlurmRound,
+    job: &str,
+    held: &HeldJob,
+    nodes: Vec<String>,
+    expected_in: Option<u64>,
+) -> Action {
+    let exclude = round
+        .all_nodes
+        .iter()
+        .filter(|n| !nodes.contains(n))
+        .cloned()
+        .collect();
+    Action::Start {
+        job: job.to_string(),
+        nodes,
+        exclude,
+        clear_begin: held.clear_begin,
+        clear_note: held.admin_comment.starts_with(NOTE_PREFIX),
+        expected_in,
+    }
+}
+
+/// The round's reservation gang released ahead of time: pinned to its reserved nodes and
+/// released now, so that Slurm starts it as soon as their GPUs free. `None` (with the reason
+/// logged) when the plan holds no reservation, or [`pre_release_blocker`] names one.
+pub fn pre_release_action(
+    round: &SlurmRound,
+    plan: &Plan,
+    released: &BTreeMap<String, Released>,
+) -> Option<Action> {
+    let r = plan.reservation.as_ref()?;
+    let held = match pre_release_blocker(round, plan, r, released) {
+        Ok(held) => held,
+        Err(why) => {
+            tracing::info!(job = %r.job, reason = %why, "reserved gang stays held until its nodes are free");
+            return None;
+        }
+    };
+    let expected_in = r.starts_in.max(0.0).ceil() as u64;
+    let act = start_action(round, &r.job, held, r.nodes.clone(), Some(expected_in));
+    if let Err(e) = act.commands() {
+        tracing::warn!(job = %r.job, error = %e, "reserved gang not released ahead");
+        return None;
+    }
+    Some(act)
+}
+
+/// What keeps reservation `r`'s gang from being released ahead of time, or the gang as held.
+/// It must be held in Slurm; its nodes must be busy now (a gang the plan left waiting on free
+/// nodes waits for the plan's reason); it must ask as many nodes as are reserved (Slurm starts
+/// a job pinned to more nodes than it asks on all of them, and cannot start one pinned to
+/// fewer); and no reserved node may be pinned to another job that is released and has not
+/// started, see [`pinned_elsewhere`].
+fn pre_release_blocker<'r>(
+    round: &'r SlurmRound,
+    plan: &Plan,
+    r: &PlanReservation,
+    released: &BTreeMap<String, Released>,
+) -> Result<&'r HeldJob, String> {
+    let held = round
+        .held
+        .get(&r.job)
+        .ok_or("it is not held in Slurm".to_string())?;
+    if r.starts_in <= 0.0 {
+        return Err("its nodes are free now; the plan left it waiting".into());
+    }
+    if r.nodes.len() != held.node_count as usize {
+        return Err(format!(
+            "{} node(s) are reserved but it asks for {}",
+            r.nodes.len(),
+            held.node_count
+        ));
+    }
+    if let Some((other, node)) = pinned_elsewhere(plan, r, released) {
+        return Err(format!(
+            "{node} is pinned to job {other}, released and not started yet"
+        ));
+    }
+    Ok(held)
+}
+
+/// A reserved node of `r` pinned to another job that is released and has not started (with
+/// that job): one released earlier (`released`: by a round, ahead or not, or admitted at
+/// submission) or one the round starts (a job whose time limit ends it by the reservation's
+/// start). Slurm's main scheduler keeps the nodes of a waiting pinned job for it, so such a
+/// job could start only by Slurm's backfill pass, which at its coarser time resolution may
+/// find it too late: the gang is released by a later round, once that job runs.
+fn pinned_elsewhere<'a>(
+    plan: &'a Plan,
+    r: &'a PlanReservation,
+    released: &'a BTreeMap<String, Released>,
+) -> Option<(&'a str, &'a str)> {
+    let earlier = released
+        .iter()
+        .flat_map(|(id, rel)| rel.nodes.iter().map(move |n| (id.as_str(), n.as_str())));
+    let starting = plan
+        .placements
+        .iter()
+        .flat_map(|p| p.gpus.keys().map(move |n| (p.job.as_str(), n.as_str())));
+    earlier
+        .chain(starting)
+        .find(|(id, node)| *id != r.job && r.nodes.iter().any(|n| n == node))
 }
 
 /// The notes of [`notes_to_write`] as actions, in its order.
@@ -208,9 +331,11 @@ pub fn note_actions(round: &SlurmRound, plan: &Plan) -> Vec<Action> {
         .collect()
 }
 
-/// A round's actions: re-hold the jobs released more than `start_timeout` seconds before
-/// `now` that have not started (`released`), then [`plan_actions`], then at most
-/// `notes_per_round` notes of [`note_actions`] (all of them when `None`).
+/// A round's actions: re-hold the jobs released earlier that have not started and are
+/// [`Released::overdue`] at `now` (`released`), then [`plan_actions`], then with
+/// `pre_release` the [`pre_release_action`] of the reservation gang, then at most
+/// `notes_per_round` notes of [`note_actions`] (all of them when `None`; none for a gang
+/// released ahead, which is Slurm's to start from then on).
 pub fn round_actions(
     round: &SlurmRound,
     plan: &Plan,
@@ -218,14 +343,22 @@ pub fn round_actions(
     now: i64,
     start_timeout: u64,
     notes_per_round: Option<usize>,
+    pre_release: bool,
 ) -> Result<Vec<Action>, SlurmError> {
     let mut actions: Vec<Action> = released
         .iter()
-        .filter(|(_, r)| now - r.at > start_timeout as i64)
+        .filter(|(_, r)| r.overdue(now, start_timeout))
         .map(|(id, _)| Action::Rehold { job: id.clone() })
         .collect();
     actions.extend(plan_actions(round, plan)?);
-    let notes = note_actions(round, plan);
+    let ahead = pre_release
+        .then(|| pre_release_action(round, plan, released))
+        .flatten();
+    let notes: Vec<Action> = note_actions(round, plan)
+        .into_iter()
+        .filter(|n| ahead.as_ref().is_none_or(|a| a.job() != n.job()))
+        .collect();
+    actions.extend(ahead);
     let limit = notes_per_round.unwrap_or(notes.len());
     actions.extend(notes.into_iter().take(limit));
     Ok(actions)
@@ -321,13 +454,20 @@ pub fn apply_actions(
 /// Record a start in `released`, tried or done; a re-hold that went through removes it.
 fn remember(act: &Action, ok: bool, released: &mut BTreeMap<String, Released>) {
     match act {
-        Action::Start { job, nodes, .. } => {
+        Action::Start {
+            job,
+            nodes,
+            expected_in,
+            ..
+        } => {
+            let at = unix_now();
+            // Counted from the release, a little after the round read the cluster: a
+            // re-hold comes no earlier than the start the round expected.
+            let expected_start =
+                expected_in.map(|s| at.saturating_add(i64::try_from(s).unwrap_or(i64::MAX)));
             released.insert(
                 job.clone(),
-                Released {
-                    nodes: nodes.clone(),
-                    at: unix_now(),
-                },
+                Released::new(nodes.clone(), at, expected_start),
             );
         }
         Action::Rehold { job } if ok => {
