@@ -1322,21 +1322,21 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
     // The next round, with the short job running, releases the gang pinned to node2 and
     // node3, where it waits for their GPUs; the others stay held.
     let out = round_ok(state, true);
-    assert!(
-        out.contains(&format!(
-            "doing: start job {big} on node2,node3 when their GPUs free"
-        )),
-        "{out}"
-    );
-    assert_released_ahead_onto(state, &big, &["node2", "node3"]);
+    assert_released_ahead_onto(state, &out, &big, &["node2", "node3"]);
     assert!(is_held(&long) && is_held(&open));
     assert_eq!(state_of(&short).0, "RUNNING");
 }
 
-/// Job `id` was released ahead of its reservation onto `nodes` by the round of `state_dir`:
-/// pending in Slurm, not held, pinned to exactly `nodes`, journaled as a start with the
-/// seconds the round expected until they free.
-fn assert_released_ahead_onto(state_dir: &Path, id: &str, nodes: &[&str]) {
+/// Job `id` was released ahead of its reservation onto `nodes` by the round of `state_dir`
+/// that printed `out`: the round said so, and the job is pending in Slurm, not held, pinned
+/// to exactly `nodes`, journaled as a start with the seconds the round expected until they
+/// free.
+fn assert_released_ahead_onto(state_dir: &Path, out: &str, id: &str, nodes: &[&str]) {
+    let doing = format!(
+        "doing: start job {id} on {} when their GPUs free",
+        nodes.join(",")
+    );
+    assert!(out.contains(&doing), "{out}");
     let (state, reason, _) = state_of(id);
     assert!(
         state == "PENDING" && !is_held(id),
@@ -1395,13 +1395,7 @@ fn a_reserved_gang_released_early_starts_on_its_nodes_without_another_round() {
     let big = jobs.submit("big", &["--hold", "-N2", "--gres=gpu:8"]);
 
     let out = round_ok(state, true);
-    assert!(
-        out.contains(&format!(
-            "doing: start job {big} on node2,node3 when their GPUs free"
-        )),
-        "{out}"
-    );
-    assert_released_ahead_onto(state, &big, &["node2", "node3"]);
+    assert_released_ahead_onto(state, &out, &big, &["node2", "node3"]);
 
     // No other round runs: Slurm starts the gang when the short jobs end.
     let nodes = wait_running(&big);

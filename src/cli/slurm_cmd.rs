@@ -167,11 +167,9 @@ fn take_over(change: &serde_json::Value, memory: &mut Memory) {
     }) = serde_json::from_value::<Action>(change.clone())
     {
         let at = change["time"].as_i64().unwrap_or_else(unix_now);
-        let expected_start =
-            expected_in.map(|s| at.saturating_add(i64::try_from(s).unwrap_or(i64::MAX)));
         memory
             .released
-            .insert(job, Released::new(nodes, at, expected_start));
+            .insert(job, Released::expected_after(nodes, at, expected_in));
     }
 }
 

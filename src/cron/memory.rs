@@ -39,6 +39,14 @@ impl Released {
         }
     }
 
+    /// A job released at `at` onto `nodes` whose nodes were expected to free `expected_in`
+    /// seconds later (`None`: free at the release).
+    pub fn expected_after(nodes: Vec<String>, at: i64, expected_in: Option<u64>) -> Released {
+        let expected_start =
+            expected_in.map(|s| at.saturating_add(i64::try_from(s).unwrap_or(i64::MAX)));
+        Released::new(nodes, at, expected_start)
+    }
+
     /// Whether the job, still not started at `now`, is to be held again: more than
     /// `start_timeout` seconds have passed since it was released or, when later, since its
     /// nodes were expected to free. A gang released ahead of its reservation is not held

@@ -460,14 +460,11 @@ fn remember(act: &Action, ok: bool, released: &mut BTreeMap<String, Released>) {
             expected_in,
             ..
         } => {
-            let at = unix_now();
             // Counted from the release, a little after the round read the cluster: a
             // re-hold comes no earlier than the start the round expected.
-            let expected_start =
-                expected_in.map(|s| at.saturating_add(i64::try_from(s).unwrap_or(i64::MAX)));
             released.insert(
                 job.clone(),
-                Released::new(nodes.clone(), at, expected_start),
+                Released::expected_after(nodes.clone(), unix_now(), *expected_in),
             );
         }
         Action::Rehold { job } if ok => {
