@@ -134,6 +134,7 @@ fn plan_preempts_the_preemptible_job_and_pins_the_urgent_one() {
                 clear_begin: false,
                 clear_note: false,
                 expected_in: None,
+                repin: false,
             },
         ]
     );
@@ -166,6 +167,7 @@ fn a_failing_command_stops_the_action() {
         clear_begin: true,
         clear_note: false,
         expected_in: None,
+        repin: false,
     };
     let e = a.run(&cli).unwrap_err();
     assert!(e.to_string().contains("Invalid job id"), "{e}");
@@ -187,6 +189,7 @@ fn unsafe_ids_and_names_never_reach_slurm() {
             clear_begin: false,
             clear_note: false,
             expected_in: None,
+            repin: false,
         },
         Action::Start {
             job: "10".into(),
@@ -195,6 +198,7 @@ fn unsafe_ids_and_names_never_reach_slurm() {
             clear_begin: false,
             clear_note: false,
             expected_in: None,
+            repin: false,
         },
     ] {
         let cli = Recorded::new();
@@ -353,7 +357,10 @@ fn released_jobs_not_yet_started_are_reservations() {
     // Job 10 was released onto node4 last round and waits there (not held any more).
     let j = snap.jobs.iter_mut().find(|j| j.id == 10).unwrap();
     j.reason = "Resources".into();
-    let released = BTreeMap::from([("10".to_string(), vec!["node4".to_string()])]);
+    let released = BTreeMap::from([(
+        "10".to_string(),
+        Released::new(vec!["node4".to_string()], 0, None),
+    )]);
     let round = build_round(&snap, &Conventions::default(), &released).unwrap();
     assert_eq!(round.in_flight, vec!["10".to_string()]);
     let r = round.raw.running.iter().find(|r| r.id == "10").unwrap();
@@ -850,11 +857,7 @@ fn admitted_jobs_not_started_are_kept_in_flight_and_held_again_after_the_timeout
     assert_eq!(admitted["10"].nodes, ["node4"]);
     assert_eq!(admitted["10"].at, submitted);
 
-    let released = admitted
-        .iter()
-        .map(|(id, r)| (id.clone(), r.nodes.clone()))
-        .collect();
-    let round = build_round(&snap, &Conventions::default(), &released).unwrap();
+    let round = build_round(&snap, &Conventions::default(), &admitted).unwrap();
     assert_eq!(round.in_flight, ["10"]);
     assert!(!round.raw.pending.iter().any(|p| p.id == "10"));
     let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
@@ -940,6 +943,7 @@ fn the_reservation_gang_is_released_at_once_pinned_to_its_reserved_nodes() {
         clear_begin: false,
         clear_note: false,
         expected_in: Some(NODE4_FREE_IN as u64),
+        repin: false,
     };
     // The gang gets no waiting note: from its release on, it is Slurm's to start.
     assert_eq!(actions, vec![start.clone()]);
@@ -1085,46 +1089,67 @@ fn a_reserved_node_the_round_starts_a_job_on_keeps_the_gang_held_for_a_later_rou
     assert!(start_of_11(&actions).is_some(), "{actions:?}");
 }
 
-/// A gang released ahead is kept in flight on its nodes by the next rounds and held again
-/// only `--start-timeout` seconds after its expected start, not after its release.
-#[test]
-fn a_gang_released_ahead_is_held_again_only_after_its_expected_start_and_the_timeout() {
+/// [`timed_snapshot`] a round after job 11 was released ahead onto `nodes` (expected to
+/// start when node4 frees), waiting there; the memory that says so.
+fn released_ahead_onto(nodes: &[&str]) -> (Snapshot, BTreeMap<String, Released>) {
     let mut snap = timed_snapshot();
     let j = snap.jobs.iter_mut().find(|j| j.id == 11).unwrap();
     j.reason = "Resources".into();
     let at = snap.now;
-    let expected = at + NODE4_FREE_IN;
+    let nodes = nodes.iter().map(|n| n.to_string()).collect();
     let released = BTreeMap::from([(
         "11".to_string(),
-        Released::new(vec!["node3".into(), "node4".into()], at, Some(expected)),
+        Released::new(nodes, at, Some(at + NODE4_FREE_IN)),
     )]);
-    let pinned = released
-        .iter()
-        .map(|(id, r)| (id.clone(), r.nodes.clone()))
-        .collect();
-    let round = build_round(&snap, &Conventions::default(), &pinned).unwrap();
-    assert_eq!(round.in_flight, ["11"]);
-    // Kept on the GPUs its nodes have free now, out of every other job's way.
-    let kept = round.raw.running.iter().find(|r| r.id == "11").unwrap();
-    assert_eq!(kept.gpus["node3"], vec![4, 5, 6, 7]);
-    assert_eq!(kept.gpus["node4"], vec![4, 5, 6, 7]);
+    (snap, released)
+}
+
+/// The round of `snap` with `released`, and its plan.
+fn round_with(
+    snap: &Snapshot,
+    released: &BTreeMap<String, Released>,
+) -> (gangplan::adapters::slurm::SlurmRound, gangplan::plan::Plan) {
+    let round = build_round(snap, &Conventions::default(), released).unwrap();
     let inst = validate(&round.raw, &ModelLibrary::builtin()).unwrap();
     let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    (round, plan)
+}
+
+/// A gang released ahead is planned again by the next rounds (it stays in flight, but claims
+/// no GPUs): reserved again on the nodes it is pinned to, it needs no action and gets no
+/// note; it is held again only `--start-timeout` seconds after its expected start.
+#[test]
+fn a_gang_released_ahead_is_planned_again_and_held_again_only_after_its_expected_start() {
+    let (snap, released) = released_ahead_onto(&["node3", "node4"]);
+    let at = snap.now;
+    let expected = at + NODE4_FREE_IN;
+    let (round, plan) = round_with(&snap, &released);
+    assert_eq!(round.in_flight, ["11"]);
+    assert!(!round.raw.running.iter().any(|r| r.id == "11"));
+    assert!(round.raw.pending.iter().any(|p| p.id == "11"));
+    let pinned = round.held["11"].released_to.clone();
+    assert_eq!(pinned, Some(vec!["node3".into(), "node4".into()]));
+    assert_eq!(plan.reservation.as_ref().unwrap().nodes, ["node3", "node4"]);
     let timeout = 60;
-    let rehold = |now: i64| {
-        round_actions(&round, &plan, &released, now, timeout, None, true)
-            .unwrap()
-            .contains(&Action::Rehold { job: "11".into() })
-    };
-    // Past the timeout counted from the release, its nodes still busy: not held again.
-    assert!(!rehold(at + timeout as i64 + 1));
-    assert!(!rehold(expected + timeout as i64));
-    assert!(rehold(expected + timeout as i64 + 1));
-    // Released without an expected start (a plain start), the release counts.
+    let actions =
+        |now: i64| round_actions(&round, &plan, &released, now, timeout, None, true).unwrap();
+    // Past the timeout counted from the release, its nodes still busy: nothing to do.
+    assert_eq!(actions(at + timeout as i64 + 1), vec![]);
+    assert_eq!(actions(expected + timeout as i64), vec![]);
+    // Overdue: held again, and not released ahead again in the same round.
+    let late = actions(expected + timeout as i64 + 1);
+    assert_eq!(late[0], Action::Rehold { job: "11".into() });
+    assert!(start_of_11(&late).is_none(), "{late:?}");
+    // Released without an expected start (a plain start), the release counts, and the job
+    // is kept as a reservation on its nodes' free GPUs.
     let plain = BTreeMap::from([(
         "11".to_string(),
         Released::new(vec!["node3".into(), "node4".into()], at, None),
     )]);
+    let (round, plan) = round_with(&snap, &plain);
+    let kept = round.raw.running.iter().find(|r| r.id == "11").unwrap();
+    assert_eq!(kept.gpus["node3"], vec![4, 5, 6, 7]);
+    assert_eq!(kept.gpus["node4"], vec![4, 5, 6, 7]);
     let actions = round_actions(
         &round,
         &plan,
@@ -1137,6 +1162,75 @@ fn a_gang_released_ahead_is_held_again_only_after_its_expected_start_and_the_tim
     assert!(actions
         .unwrap()
         .contains(&Action::Rehold { job: "11".into() }));
+}
+
+/// A gang released ahead onto nodes that turn out to free later than others moves: the round
+/// reserves it where GPUs free first and moves its pin there (`scontrol update` only, no
+/// release: it is released already).
+#[test]
+fn a_gang_released_ahead_onto_later_nodes_moves_its_pin_without_a_new_release() {
+    // Pinned to node1 and node4 (node1 frees in an hour); node3 and node4 free in 300 s.
+    let (snap, released) = released_ahead_onto(&["node1", "node4"]);
+    let (round, plan) = round_with(&snap, &released);
+    assert_eq!(plan.reservation.as_ref().unwrap().nodes, ["node3", "node4"]);
+    let actions = round_actions(&round, &plan, &released, snap.now, 60, None, true).unwrap();
+    let moved = Action::Start {
+        job: "11".into(),
+        nodes: vec!["node3".into(), "node4".into()],
+        exclude: vec!["node1".into(), "node2".into()],
+        clear_begin: false,
+        clear_note: false,
+        expected_in: Some(NODE4_FREE_IN as u64),
+        repin: true,
+    };
+    assert_eq!(actions, vec![moved.clone()]);
+    assert!(
+        moved.describe().contains("move job 11's pin"),
+        "{}",
+        moved.describe()
+    );
+    let cli = Recorded::new();
+    moved.run(&cli).unwrap();
+    assert_eq!(
+        *cli.calls.lock().unwrap(),
+        ["scontrol update JobId=11 NodeList=node3,node4 ExcNodeList=node1,node2"]
+    );
+}
+
+/// A gang released ahead that the round can start now elsewhere moves there at once; one the
+/// round neither starts nor reserves is held again (its pinned nodes may go to others).
+#[test]
+fn a_gang_released_ahead_starts_where_room_opened_or_is_held_again() {
+    // node3 and node4 are free now (their jobs ended); the gang is pinned to node1, node4.
+    let (mut snap, released) = released_ahead_onto(&["node1", "node4"]);
+    snap.jobs.retain(|j| j.id != 6 && j.id != 9);
+    let (round, plan) = round_with(&snap, &released);
+    let placed: Vec<_> = plan.placements.iter().map(|p| p.job.as_str()).collect();
+    assert_eq!(placed, ["11"]);
+    let actions = round_actions(&round, &plan, &released, snap.now, 60, None, true).unwrap();
+    assert!(
+        matches!(
+            &actions[..],
+            [Action::Start { job, nodes, expected_in: None, repin: true, .. }]
+                if job == "11" && nodes == &["node3", "node4"]
+        ),
+        "{actions:?}"
+    );
+    // Pinned there already: Slurm starts it, nothing to do.
+    let (_, here) = released_ahead_onto(&["node3", "node4"]);
+    let (round, plan) = round_with(&snap, &here);
+    let actions = round_actions(&round, &plan, &here, snap.now, 60, None, true).unwrap();
+    assert_eq!(actions, vec![]);
+    // A plan that leaves it out (no reservation, no start): held again, then noted.
+    let (round, mut plan) = round_with(&released_ahead_onto(&["node1", "node4"]).0, &released);
+    plan.reservation = None;
+    let actions = round_actions(&round, &plan, &released, snap.now, 60, None, true).unwrap();
+    assert_eq!(actions[0], Action::Rehold { job: "11".into() });
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+    // Without pre-release, a gang released ahead earlier is held again too.
+    let (round, plan) = round_with(&released_ahead_onto(&["node3", "node4"]).0, &here);
+    let actions = round_actions(&round, &plan, &here, snap.now, 60, None, false).unwrap();
+    assert_eq!(actions[0], Action::Rehold { job: "11".into() });
 }
 
 /// A fake Slurm in `dir/bin`: `squeue --json` answers `dir/squeue.json`, `sinfo --json`,

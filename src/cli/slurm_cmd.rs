@@ -21,7 +21,6 @@ use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load::parse_document;
 use gangplan::instance::raw::RawPolicy;
 use gangplan::instance::validate::validate;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -217,12 +216,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     for (id, admitted) in admitted_pending(&snap) {
         memory.released.entry(id).or_insert(admitted);
     }
-    let released: BTreeMap<String, Vec<String>> = memory
-        .released
-        .iter()
-        .map(|(k, v)| (k.clone(), v.nodes.clone()))
-        .collect();
-    let round = build_round(&snap, &conv, &released).map_err(slurm_failure)?;
+    let round = build_round(&snap, &conv, &memory.released).map_err(slurm_failure)?;
     // Forget released jobs that started (or vanished); keep those still starting.
     memory.released.retain(|id, _| round.in_flight.contains(id));
     for (id, why) in &round.ignored {

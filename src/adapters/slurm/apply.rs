@@ -15,6 +15,12 @@
 //! ([`Released::overdue`]). It waits for a later round when a reserved node is pinned to
 //! another job released and not started yet, the round's own starts included.
 //!
+//! Every later round plans such a gang again ([`HeldJob::released_to`]): its start now on
+//! its pinned nodes, or its reservation there again, needs no action; a start or reservation
+//! on other nodes moves the pin (`scontrol update` alone: it is released already); a round
+//! that neither starts nor reserves it holds it again. Node ends come earlier than time
+//! limits say, so the nodes that free first are often not the ones a reservation guessed.
+//!
 //! [`apply_actions`] carries a round's actions out one by one, journaling each, and stops at
 //! the first failure (the next round reads the cluster afresh and finishes the rest).
 
@@ -27,7 +33,7 @@ use crate::cron::memory::Released;
 use crate::cron::CronError;
 use crate::plan::{Plan, PlanReservation};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// One change to the cluster.
@@ -57,6 +63,9 @@ pub enum Action {
         /// preemptions have freed them).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expected_in: Option<u64>,
+        /// Released already (ahead, pinned elsewhere): only its pin moves, no `release`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        repin: bool,
     },
     /// Write why a held job waits into its admin comment, or clear a gangplan note (`text`
     /// empty) from a job that runs.
@@ -104,6 +113,7 @@ impl Action {
                 exclude,
                 clear_begin,
                 clear_note,
+                repin,
                 ..
             } => {
                 for n in nodes.iter().chain(exclude) {
@@ -121,10 +131,11 @@ impl Action {
                 if *clear_note {
                     update.push("AdminComment=".into());
                 }
-                vec![
-                    ("scontrol", update),
-                    ("scontrol", vec!["release".into(), job.clone()]),
-                ]
+                let mut commands = vec![("scontrol", update)];
+                if !repin {
+                    commands.push(("scontrol", vec!["release".into(), job.clone()]));
+                }
+                commands
             }
         })
     }
@@ -140,8 +151,30 @@ impl Action {
                 job,
                 nodes,
                 expected_in: None,
+                repin: false,
                 ..
             } => format!("start job {job} on {} (pin + release)", nodes.join(",")),
+            Action::Start {
+                job,
+                nodes,
+                expected_in: None,
+                repin: true,
+                ..
+            } => format!(
+                "start job {job} on {} (move its pin: released ahead onto other nodes)",
+                nodes.join(",")
+            ),
+            Action::Start {
+                job,
+                nodes,
+                expected_in: Some(s),
+                repin: true,
+                ..
+            } => format!(
+                "move job {job}'s pin to {}, whose GPUs free in about {s} s (released ahead \
+                 onto other nodes)",
+                nodes.join(",")
+            ),
             Action::Start {
                 job,
                 nodes,
@@ -172,6 +205,17 @@ impl Action {
 /// The actions that carry out `plan` on the round's cluster: preemptions, then starts in the
 /// plan's order. Placements of jobs that are not held jobs of this round are refused.
 pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, SlurmError> {
+    plan_actions_after(round, plan, &BTreeSet::new())
+}
+
+/// [`plan_actions`] once the jobs in `reheld` are held again: a gang released ahead among
+/// them is started like any held job; one not among them needs no action to start on the
+/// nodes it is pinned to, and only a new pin elsewhere.
+fn plan_actions_after(
+    round: &SlurmRound,
+    plan: &Plan,
+    reheld: &BTreeSet<&str>,
+) -> Result<Vec<Action>, SlurmError> {
     let mut actions = Vec::new();
     for p in &plan.preemptions {
         if !round.running.contains(&p.job) {
@@ -204,7 +248,8 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
                 ),
             });
         }
-        actions.push(start_action(round, &p.job, held, nodes, None));
+        let pinned = pin_of(held, &p.job, reheld);
+        actions.extend(start_action(round, &p.job, held, nodes, None, pinned));
     }
     for a in &actions {
         a.commands()?;
@@ -212,50 +257,88 @@ pub fn plan_actions(round: &SlurmRound, plan: &Plan) -> Result<Vec<Action>, Slur
     Ok(actions)
 }
 
+/// The nodes a gang released ahead is pinned to, unless it is held again this round.
+fn pin_of<'h>(held: &'h HeldJob, job: &str, reheld: &BTreeSet<&str>) -> Option<&'h [String]> {
+    held.released_to
+        .as_deref()
+        .filter(|_| !reheld.contains(job))
+}
+
 /// The start of held job `job` on exactly `nodes`: pinned there with every other node of the
 /// cluster excluded, a requeue's begin time and gangplan's note cleared where it has them.
-/// `expected_in`: see [`Action::Start`].
+/// `expected_in`: see [`Action::Start`]. A job already released and `pinned` to other nodes
+/// only moves its pin; `None` when it is pinned to these nodes already.
 fn start_action(
     round: &SlurmRound,
     job: &str,
     held: &HeldJob,
     nodes: Vec<String>,
     expected_in: Option<u64>,
-) -> Action {
+    pinned: Option<&[String]>,
+) -> Option<Action> {
+    if pinned.is_some_and(|p| same_nodes(p, &nodes)) {
+        return None;
+    }
     let exclude = round
         .all_nodes
         .iter()
         .filter(|n| !nodes.contains(n))
         .cloned()
         .collect();
-    Action::Start {
+    Some(Action::Start {
         job: job.to_string(),
         nodes,
         exclude,
         clear_begin: held.clear_begin,
         clear_note: held.admin_comment.starts_with(NOTE_PREFIX),
         expected_in,
+        repin: pinned.is_some(),
+    })
+}
+
+/// Whether two node lists name the same nodes.
+fn same_nodes(a: &[String], b: &[String]) -> bool {
+    let set = |x: &[String]| x.iter().cloned().collect::<BTreeSet<String>>();
+    set(a) == set(b)
+}
+
+/// The plan's reservation when its gang may be released ahead of time (with the gang as
+/// held); `None` (with the reason logged) when the plan holds no reservation, or
+/// [`pre_release_blocker`] names one.
+fn reserved_ahead<'r>(
+    round: &'r SlurmRound,
+    plan: &'r Plan,
+    released: &BTreeMap<String, Released>,
+) -> Option<(&'r PlanReservation, &'r HeldJob)> {
+    let r = plan.reservation.as_ref()?;
+    match pre_release_blocker(round, plan, r, released) {
+        Ok(held) => Some((r, held)),
+        Err(why) => {
+            tracing::info!(job = %r.job, reason = %why, "reserved gang stays held until its nodes are free");
+            None
+        }
     }
 }
 
-/// The round's reservation gang released ahead of time: pinned to its reserved nodes and
-/// released now, so that Slurm starts it as soon as their GPUs free. `None` (with the reason
-/// logged) when the plan holds no reservation, or [`pre_release_blocker`] names one.
-pub fn pre_release_action(
+/// Reservation `r` of gang `held` released ahead of time: pinned to its reserved nodes and
+/// released now, so that Slurm starts it as soon as their GPUs free. A gang released ahead
+/// by an earlier round and `pinned` to other nodes only moves its pin, and needs nothing
+/// when it is pinned there already.
+fn pre_release_action(
     round: &SlurmRound,
-    plan: &Plan,
-    released: &BTreeMap<String, Released>,
+    r: &PlanReservation,
+    held: &HeldJob,
+    pinned: Option<&[String]>,
 ) -> Option<Action> {
-    let r = plan.reservation.as_ref()?;
-    let held = match pre_release_blocker(round, plan, r, released) {
-        Ok(held) => held,
-        Err(why) => {
-            tracing::info!(job = %r.job, reason = %why, "reserved gang stays held until its nodes are free");
-            return None;
-        }
-    };
     let expected_in = r.starts_in.max(0.0).ceil() as u64;
-    let act = start_action(round, &r.job, held, r.nodes.clone(), Some(expected_in));
+    let act = start_action(
+        round,
+        &r.job,
+        held,
+        r.nodes.clone(),
+        Some(expected_in),
+        pinned,
+    )?;
     if let Err(e) = act.commands() {
         tracing::warn!(job = %r.job, error = %e, "reserved gang not released ahead");
         return None;
@@ -332,10 +415,11 @@ pub fn note_actions(round: &SlurmRound, plan: &Plan) -> Vec<Action> {
 }
 
 /// A round's actions: re-hold the jobs released earlier that have not started and are
-/// [`Released::overdue`] at `now` (`released`), then [`plan_actions`], then with
-/// `pre_release` the [`pre_release_action`] of the reservation gang, then at most
-/// `notes_per_round` notes of [`note_actions`] (all of them when `None`; none for a gang
-/// released ahead, which is Slurm's to start from then on).
+/// [`Released::overdue`] at `now` (`released`), and the gangs released ahead that the plan
+/// neither starts nor reserves again (with `pre_release`); then [`plan_actions`]; then with
+/// `pre_release` the reservation gang released ahead ([`reserved_ahead`], not one held again
+/// as overdue); then at most `notes_per_round` notes of [`note_actions`] (all of them when
+/// `None`; none for a gang released ahead, which is Slurm's to start from then on).
 pub fn round_actions(
     round: &SlurmRound,
     plan: &Plan,
@@ -345,23 +429,59 @@ pub fn round_actions(
     notes_per_round: Option<usize>,
     pre_release: bool,
 ) -> Result<Vec<Action>, SlurmError> {
-    let mut actions: Vec<Action> = released
+    let overdue: BTreeSet<&str> = released
         .iter()
         .filter(|(_, r)| r.overdue(now, start_timeout))
-        .map(|(id, _)| Action::Rehold { job: id.clone() })
+        .map(|(id, _)| id.as_str())
         .collect();
-    actions.extend(plan_actions(round, plan)?);
-    let ahead = pre_release
-        .then(|| pre_release_action(round, plan, released))
-        .flatten();
+    let reserved = pre_release
+        .then(|| reserved_ahead(round, plan, released))
+        .flatten()
+        .filter(|(r, _)| !overdue.contains(r.job.as_str()));
+    let reserved_job = reserved.map(|(r, _)| r.job.as_str());
+    let reheld: BTreeSet<&str> = overdue
+        .iter()
+        .copied()
+        .chain(unplanned_ahead(round, plan, reserved_job))
+        .collect();
+    let mut actions: Vec<Action> = reheld
+        .iter()
+        .map(|id| Action::Rehold {
+            job: id.to_string(),
+        })
+        .collect();
+    actions.extend(plan_actions_after(round, plan, &reheld)?);
+    if let Some((r, held)) = reserved {
+        actions.extend(pre_release_action(
+            round,
+            r,
+            held,
+            pin_of(held, &r.job, &reheld),
+        ));
+    }
     let notes: Vec<Action> = note_actions(round, plan)
         .into_iter()
-        .filter(|n| ahead.as_ref().is_none_or(|a| a.job() != n.job()))
+        .filter(|n| reserved_job != Some(n.job()))
         .collect();
-    actions.extend(ahead);
     let limit = notes_per_round.unwrap_or(notes.len());
     actions.extend(notes.into_iter().take(limit));
     Ok(actions)
+}
+
+/// The gangs released ahead by earlier rounds (still pending) that `plan` neither starts nor
+/// keeps as the reservation released ahead (`reserved`): pinned to nodes the plan may give
+/// to others, they are held again.
+fn unplanned_ahead<'r>(
+    round: &'r SlurmRound,
+    plan: &'r Plan,
+    reserved: Option<&'r str>,
+) -> impl Iterator<Item = &'r str> {
+    round
+        .held
+        .iter()
+        .filter(|(_, h)| h.released_to.is_some())
+        .map(|(id, _)| id.as_str())
+        .filter(move |id| Some(*id) != reserved && !plan.placements.iter().any(|p| p.job == *id))
 }
 
 /// Why an apply stopped.

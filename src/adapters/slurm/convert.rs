@@ -9,7 +9,9 @@
 //!   `-N 1 --gpus=g`. Other held jobs are left alone and listed as ignored.
 //! - **Running jobs**: `RUNNING`, `COMPLETING`, `CONFIGURING`, `SUSPENDED` jobs, with their GPU
 //!   indices from `gres_detail`. Jobs the cron released that Slurm has not started yet are
-//!   reserved as running (non-preemptible) on the nodes they were pinned to.
+//!   reserved as running (non-preemptible) on the nodes they were pinned to; a gang released
+//!   ahead of its reservation is planned again instead, as a held gang that knows its pin
+//!   ([`HeldJob::released_to`]), so a round that finds room for it sooner elsewhere moves it.
 //! - **Time**: a holding job's `ends_in` is its `end_time` (start plus `--time`) less now; a
 //!   released job not started yet ends at most its time limit from now; a held gang's
 //!   `time_limit` is its `--time`. A job without a time limit (Slurm shows a year, see
@@ -30,6 +32,7 @@
 use super::cli::{check_job_id, check_node_name};
 use super::parse::{gpu_gres, GpuGres, SlurmJob, SlurmNode, Snapshot};
 use super::SlurmError;
+use crate::cron::memory::Released;
 use crate::instance::raw::{
     GpuTypes, RawInstance, RawNode, RawPending, RawPolicy, RawRunning, RawTenant,
 };
@@ -59,6 +62,9 @@ pub struct HeldJob {
     pub clear_begin: bool,
     /// Its admin comment now (gangplan writes its reason there, see [`NOTE_PREFIX`]).
     pub admin_comment: String,
+    /// Not held but released ahead of its reservation and pinned to these nodes, not started
+    /// yet: a start there is already under way; a start elsewhere moves the pin.
+    pub released_to: Option<Vec<String>>,
 }
 
 /// How gangplan's notes in a job's admin comment begin. gangplan overwrites or clears an
@@ -167,11 +173,12 @@ fn gang_shape(job: &SlurmJob) -> Result<(u64, Option<u64>, Option<String>), Stri
 }
 
 /// Build the round from a snapshot. `released`: jobs this cron released earlier, with the
-/// nodes they were pinned to; those Slurm has not started yet are kept as reservations.
+/// nodes they were pinned to; those Slurm has not started yet are kept as reservations, but
+/// a gang released ahead of its reservation ([`Released::expected_start`]) is planned again.
 pub fn build_round(
     snap: &Snapshot,
     conv: &Conventions,
-    released: &BTreeMap<String, Vec<String>>,
+    released: &BTreeMap<String, Released>,
 ) -> Result<SlurmRound, SlurmError> {
     let all_nodes: Vec<String> = snap.nodes.iter().map(|n| n.name.clone()).collect();
     for n in &all_nodes {
@@ -192,7 +199,7 @@ pub fn build_round(
         pending,
         held,
         ignored,
-    } = b.held_gangs()?;
+    } = b.held_gangs(released)?;
     let raw = RawInstance {
         nodes,
         tenants: raw_tenants(b.tenants, snap),
@@ -291,7 +298,7 @@ struct Ranks<'s> {
 
 impl<'s> Ranks<'s> {
     /// The keys of the holding jobs, the held ones and the released ones not started yet.
-    fn new(snap: &'s Snapshot, released: &BTreeMap<String, Vec<String>>) -> Self {
+    fn new(snap: &'s Snapshot, released: &BTreeMap<String, Released>) -> Self {
         let relevant = |j: &SlurmJob| {
             HOLDING_STATES.contains(&j.state.as_str())
                 || j.is_held()
@@ -430,10 +437,11 @@ impl RoundBuilder<'_> {
 
     /// Released jobs that have not started: reservations (non-preemptible running jobs) on the
     /// lowest free GPUs of the nodes they were pinned to, added to `running` (none where those
-    /// nodes have no GPU free). Returns the ids of all of them.
+    /// nodes have no GPU free), except gangs released ahead, which [`Self::held_gangs`] plans
+    /// again. Returns the ids of all of them.
     fn in_flight_reservations(
         &mut self,
-        released: &BTreeMap<String, Vec<String>>,
+        released: &BTreeMap<String, Released>,
         running: &mut Vec<RawRunning>,
     ) -> Vec<String> {
         let mut in_flight = Vec::new();
@@ -444,9 +452,16 @@ impl RoundBuilder<'_> {
             .filter(|j| j.state == "PENDING" && !j.is_held())
         {
             let id = job.id.to_string();
-            let Some(pinned) = released.get(&id) else {
+            let Some(release) = released.get(&id) else {
                 continue;
             };
+            // Still waiting to start (and held again after the start timeout), also when its
+            // nodes have no GPU free for it now.
+            in_flight.push(id.clone());
+            if release.expected_start.is_some() {
+                continue;
+            }
+            let pinned = &release.nodes;
             let Ok((_, Some(per), _)) = gang_shape(job).map(|(g, p, t)| (g, p.or(Some(g)), t))
             else {
                 continue;
@@ -459,9 +474,6 @@ impl RoundBuilder<'_> {
                 );
             }
             gpus.retain(|_, v: &mut Vec<u64>| !v.is_empty());
-            // Still waiting to start (and held again after the start timeout), also when its
-            // nodes have no GPU free for it now.
-            in_flight.push(id.clone());
             if gpus.is_empty() {
                 continue;
             }
@@ -479,21 +491,32 @@ impl RoundBuilder<'_> {
         in_flight
     }
 
-    /// The held jobs of the partition: gangs to plan (with what releasing each needs), and the
-    /// ones left alone with why.
-    fn held_gangs(&mut self) -> Result<HeldGangs, SlurmError> {
+    /// The held jobs of the partition, and the gangs released ahead that have not started
+    /// (`released`): gangs to plan (with what releasing each needs), and the ones left alone
+    /// with why.
+    fn held_gangs(
+        &mut self,
+        released: &BTreeMap<String, Released>,
+    ) -> Result<HeldGangs, SlurmError> {
         let mut out = HeldGangs::default();
         let snap = self.snap;
-        for job in snap
-            .jobs
-            .iter()
-            .filter(|j| j.is_held() && in_partition(j, &self.conv.partition))
-        {
+        let ahead = |j: &SlurmJob| {
+            let r = released.get(&j.id.to_string())?;
+            (j.state == "PENDING" && !j.is_held() && r.expected_start.is_some())
+                .then(|| r.nodes.clone())
+        };
+        for job in snap.jobs.iter().filter(|j| {
+            (j.is_held() || ahead(j).is_some()) && in_partition(j, &self.conv.partition)
+        }) {
             let id = check_job_id(&job.id.to_string())?.to_string();
             match gang_shape(job) {
                 Ok(shape) => {
                     out.pending.push(self.held_gang(job, &id, shape));
-                    out.held.insert(id, held_job(job, snap.now));
+                    let held = HeldJob {
+                        released_to: ahead(job),
+                        ..held_job(job, snap.now)
+                    };
+                    out.held.insert(id, held);
                 }
                 Err(why) => out.ignored.push((id, why)),
             }
@@ -557,6 +580,7 @@ fn held_job(job: &SlurmJob, now: i64) -> HeldJob {
         node_count: job.node_count,
         clear_begin: job.restart_cnt > 0 || job.eligible_time > now,
         admin_comment: job.admin_comment.clone(),
+        released_to: None,
     }
 }
 
