@@ -260,6 +260,11 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     })?;
     print_round(round_no, a.apply, plan, &actions, &round.ignored);
     println!("policy: {site}");
+    // The room the round leaves is offered before its starts go out: a submission admitted
+    // while they do no longer lands on a node the round is starting a gang on.
+    if let Some(path) = a.admission_path() {
+        write_admission(&path, round_no, &snap, &round, plan);
+    }
     let applied = if a.apply {
         apply_actions(
             &actions,
@@ -271,10 +276,6 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     } else {
         Applied::default()
     };
-
-    if let Some(path) = a.admission_path() {
-        write_admission(&path, round_no, &snap, &round, plan);
-    }
     memory.placements = Memory::placements_of(plan);
     let mut metrics = RoundMetrics::from_plan(plan);
     metrics.kept = planned.kept.len() as u32;
