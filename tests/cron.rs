@@ -1032,6 +1032,17 @@ fn a_reservation_gang_asking_other_node_counts_is_not_released_ahead() {
 }
 
 #[test]
+fn a_reservation_across_racks_is_not_released_ahead() {
+    // node2 (rack1) and node3 (rack2): a later round, seeing nodes free, may start the gang
+    // in one rack; pinned now it would start across racks.
+    let (round, mut plan) = timed_round();
+    plan.reservation.as_mut().unwrap().nodes = vec!["node2".into(), "node3".into()];
+    let actions = timed_actions(&round, &plan, &BTreeMap::new());
+    assert!(start_of_11(&actions).is_none(), "{actions:?}");
+    assert!(matches!(&actions[..], [Action::Note { job, .. }] if job == "11"));
+}
+
+#[test]
 fn a_reservation_gang_on_free_nodes_is_left_to_the_plan() {
     let (round, mut plan) = timed_round();
     plan.reservation.as_mut().unwrap().starts_in = 0.0;

@@ -1257,12 +1257,12 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let mut jobs = Jobs::new("reserve");
-    // Started by Slurm itself: node2 and node3 hold 4 GPUs each for at most 5 minutes, node1
-    // and node4 are full for an hour or more.
+    // Started by Slurm itself: node1 and node2 (one rack) hold 4 GPUs each for at most 5
+    // minutes, node3 and node4 are full for an hour or more.
     let running = [
-        ("node1", "gpu:8", "60"),
+        ("node1", "gpu:4", "5"),
         ("node2", "gpu:4", "5"),
-        ("node3", "gpu:4", "5"),
+        ("node3", "gpu:8", "60"),
         ("node4", "gpu:8", "90"),
     ]
     .map(|(node, gres, time)| {
@@ -1281,7 +1281,7 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
     for id in &running {
         wait_running(id);
     }
-    // Held: a 2 x 8 gang (whole nodes: node2 and node3 are whole in 5 minutes), then 2-GPU
+    // Held: a 2 x 8 gang (whole nodes: node1 and node2 are whole in 5 minutes), then 2-GPU
     // jobs of 4 minutes, 10 minutes and no limit.
     let big = jobs.submit("big", &["--hold", "-N2", "--gres=gpu:8"]);
     let short = jobs.submit("short", &["--hold", "-N1", "--gres=gpu:2", "--time=4"]);
@@ -1294,7 +1294,7 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
         .as_ref()
         .unwrap_or_else(|| panic!("no reservation:\n{out}"));
     assert_eq!(held.job, big);
-    assert_eq!(held.nodes, vec!["node2".to_string(), "node3".to_string()]);
+    assert_eq!(held.nodes, vec!["node1".to_string(), "node2".to_string()]);
     assert!(
         (240.0..=300.0).contains(&held.starts_in),
         "the 5-minute jobs end within 300 s: {}",
@@ -1309,7 +1309,7 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
             "{out}"
         );
     }
-    assert!(out.contains("node2, node3 reserved for it from"), "{out}");
+    assert!(out.contains("node1, node2 reserved for it from"), "{out}");
     // The short job starts on a reserved node in this round: the gang is not released ahead
     // of it (Slurm would keep the node for the waiting gang and leave the short job to its
     // backfill pass).
@@ -1317,12 +1317,12 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
 
     round_ok(state, true);
     let nodes = wait_running(&short);
-    assert!(nodes == ["node2"] || nodes == ["node3"], "{nodes:?}");
+    assert!(nodes == ["node1"] || nodes == ["node2"], "{nodes:?}");
     assert!(is_held(&long) && is_held(&open) && is_held(&big));
-    // The next round, with the short job running, releases the gang pinned to node2 and
-    // node3, where it waits for their GPUs; the others stay held.
+    // The next round, with the short job running, releases the gang pinned to node1 and
+    // node2, where it waits for their GPUs; the others stay held.
     let out = round_ok(state, true);
-    assert_released_ahead_onto(state, &out, &big, &["node2", "node3"]);
+    assert_released_ahead_onto(state, &out, &big, &["node1", "node2"]);
     assert!(is_held(&long) && is_held(&open));
     assert_eq!(state_of(&short).0, "RUNNING");
 }
@@ -1370,16 +1370,16 @@ fn a_reserved_gang_released_early_starts_on_its_nodes_without_another_round() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let mut jobs = Jobs::new("early");
-    // node1 and node4 full for an hour; node2 and node3 hold 4 GPUs each for a job of a
-    // minute's limit that ends by itself after 15 s.
-    for node in ["node1", "node4"] {
+    // node3 and node4 full for an hour; node1 and node2 (one rack) hold 4 GPUs each for a
+    // job of a minute's limit that ends by itself after 15 s.
+    for node in ["node3", "node4"] {
         let id = jobs.submit(
             &format!("run-{node}"),
             &["-p", "gpu", "-w", node, "--gres=gpu:8", "--time=60"],
         );
         wait_running(&id);
     }
-    let short: Vec<String> = ["node2", "node3"]
+    let short: Vec<String> = ["node1", "node2"]
         .iter()
         .map(|node| {
             jobs.submit_sleeping(
@@ -1395,11 +1395,11 @@ fn a_reserved_gang_released_early_starts_on_its_nodes_without_another_round() {
     let big = jobs.submit("big", &["--hold", "-N2", "--gres=gpu:8"]);
 
     let out = round_ok(state, true);
-    assert_released_ahead_onto(state, &out, &big, &["node2", "node3"]);
+    assert_released_ahead_onto(state, &out, &big, &["node1", "node2"]);
 
     // No other round runs: Slurm starts the gang when the short jobs end.
     let nodes = wait_running(&big);
-    assert_eq!(nodes, ["node2", "node3"]);
+    assert_eq!(nodes, ["node1", "node2"]);
     let ended = short
         .iter()
         .map(|id| job_json(id)["end_time"].as_i64().unwrap_or(0))

@@ -350,8 +350,10 @@ fn pre_release_action(
 /// It must be held in Slurm; its nodes must be busy now (a gang the plan left waiting on free
 /// nodes waits for the plan's reason); it must ask as many nodes as are reserved (Slurm starts
 /// a job pinned to more nodes than it asks on all of them, and cannot start one pinned to
-/// fewer); and no reserved node may be pinned to another job that is released and has not
-/// started, see [`pinned_elsewhere`].
+/// fewer); no reserved node may be pinned to another job that is released and has not
+/// started, see [`pinned_elsewhere`]; and its reserved nodes must lie in one rack (a gang
+/// pinned across racks would start there, while a round that sees nodes free may find it
+/// one rack).
 fn pre_release_blocker<'r>(
     round: &'r SlurmRound,
     plan: &Plan,
@@ -377,7 +379,25 @@ fn pre_release_blocker<'r>(
             "{node} is pinned to job {other}, released and not started yet"
         ));
     }
+    let racks = racks_of(round, &r.nodes);
+    if racks.len() > 1 {
+        return Err(format!(
+            "its reserved nodes span racks {}: a later round may start it in one",
+            racks.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
     Ok(held)
+}
+
+/// The racks of `nodes` in the round's instance (nodes without a rack share one).
+fn racks_of<'r>(round: &'r SlurmRound, nodes: &[String]) -> BTreeSet<&'r str> {
+    round
+        .raw
+        .nodes
+        .iter()
+        .filter(|n| nodes.contains(&n.name))
+        .map(|n| n.rack.as_deref().unwrap_or(""))
+        .collect()
 }
 
 /// A reserved node of `r` pinned to another job that is released and has not started (with
