@@ -1322,8 +1322,8 @@ fn fake_round(extra: &[&str]) -> (String, Vec<String>, Memory) {
 }
 
 #[test]
-fn slurm_plan_releases_the_reservation_gang_ahead_unless_told_not_to() {
-    let (out, calls, memory) = fake_round(&[]);
+fn slurm_plan_releases_the_reservation_gang_ahead_only_when_told_to() {
+    let (out, calls, memory) = fake_round(&["--pre-release"]);
     assert!(
         out.contains("doing: start job 11 on node3,node4 when their GPUs free"),
         "{out}"
@@ -1337,7 +1337,7 @@ fn slurm_plan_releases_the_reservation_gang_ahead_unless_told_not_to() {
     // The round read the cluster up to a few seconds before it released the gang.
     assert!((NODE4_FREE_IN - 5..=NODE4_FREE_IN).contains(&wait), "{r:?}");
 
-    let (out, calls, memory) = fake_round(&["--no-pre-release"]);
+    let (out, calls, memory) = fake_round(&[]);
     assert!(!out.contains("start job 11"), "{out}");
     assert!(out.contains("pending: job 11:"), "{out}");
     assert!(!calls.iter().any(|c| c.contains("release")), "{calls:?}");
@@ -1351,12 +1351,12 @@ fn slurm_plan_releases_the_reservation_gang_ahead_unless_told_not_to() {
 }
 
 #[test]
-fn slurm_plan_and_serve_teach_no_pre_release() {
+fn slurm_plan_and_serve_teach_pre_release() {
     for sub in ["plan", "serve"] {
         let o = gangplan().args(["slurm", sub, "--help"]).output().unwrap();
         let help = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success());
-        assert!(help.contains("--no-pre-release"), "{help}");
+        assert!(help.contains("--pre-release"), "{help}");
         assert!(help.contains("reserved"), "{help}");
     }
 }

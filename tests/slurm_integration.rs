@@ -163,13 +163,31 @@ fn round(state_dir: &Path, apply: bool) -> (i32, String, String) {
 
 /// Run one round with `bin` first on PATH (to wrap a Slurm command).
 fn round_with_path(state_dir: &Path, apply: bool, bin: Option<&Path>) -> (i32, String, String) {
+    round_with_flags(state_dir, apply, bin, &[])
+}
+
+/// One `--apply` round with the gang reserved for released ahead (`--pre-release`).
+fn pre_release_round_ok(state_dir: &Path) -> String {
+    let (code, out, err) = round_with_flags(state_dir, true, None, &["--pre-release"]);
+    assert_eq!(code, 0, "gangplan slurm plan failed:\n{out}\n{err}");
+    out
+}
+
+/// Run one round with `bin` first on PATH and `flags` added.
+fn round_with_flags(
+    state_dir: &Path,
+    apply: bool,
+    bin: Option<&Path>,
+    flags: &[&str],
+) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gangplan"));
     if let Some(bin) = bin {
         let path = std::env::var("PATH").unwrap_or_default();
         cmd.env("PATH", format!("{}:{path}", bin.display()));
     }
     cmd.args(["slurm", "plan", "--time-limit", "10", "--state-dir"])
-        .arg(state_dir);
+        .arg(state_dir)
+        .args(flags);
     if apply {
         cmd.arg("--apply");
     }
@@ -1288,7 +1306,9 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
     let long = jobs.submit("long", &["--hold", "-N1", "--gres=gpu:2", "--time=10"]);
     let open = jobs.submit("open", &["--hold", "-N1", "--gres=gpu:2"]);
 
-    let (out, plan) = dry_round(state, None);
+    let (code, out, err) = round_with_flags(state, false, None, &["--pre-release"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let plan = last_plan(state);
     let held = plan
         .reservation
         .as_ref()
@@ -1315,13 +1335,13 @@ fn a_blocked_gang_reserves_nodes_that_only_short_jobs_may_use() {
     // backfill pass).
     assert!(!out.contains(&format!("start job {big}")), "{out}");
 
-    round_ok(state, true);
+    pre_release_round_ok(state);
     let nodes = wait_running(&short);
     assert!(nodes == ["node1"] || nodes == ["node2"], "{nodes:?}");
     assert!(is_held(&long) && is_held(&open) && is_held(&big));
     // The next round, with the short job running, releases the gang pinned to node1 and
     // node2, where it waits for their GPUs; the others stay held.
-    let out = round_ok(state, true);
+    let out = pre_release_round_ok(state);
     assert_released_ahead_onto(state, &out, &big, &["node1", "node2"]);
     assert!(is_held(&long) && is_held(&open));
     assert_eq!(state_of(&short).0, "RUNNING");
@@ -1394,7 +1414,7 @@ fn a_reserved_gang_released_early_starts_on_its_nodes_without_another_round() {
     }
     let big = jobs.submit("big", &["--hold", "-N2", "--gres=gpu:8"]);
 
-    let out = round_ok(state, true);
+    let out = pre_release_round_ok(state);
     assert_released_ahead_onto(state, &out, &big, &["node1", "node2"]);
 
     // No other round runs: Slurm starts the gang when the short jobs end.

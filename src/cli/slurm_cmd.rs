@@ -47,15 +47,17 @@ pub struct SlurmPlanArgs {
     /// for a reserved gang released ahead, S seconds after its nodes were expected to free.
     #[arg(long, value_name = "S", default_value_t = 300)]
     pub start_timeout: u64,
-    /// Keep the reserved gang (the first held gang that cannot start now) held until a round
-    /// sees its nodes free. Without this flag, the round that reserves the nodes pins the gang
-    /// to them and releases it at once, so that Slurm starts it the moment they free, with no
-    /// round in between; it skips that when the gang is not held, its nodes are free now, it
-    /// asks another number of nodes than are reserved, or a reserved node is pinned to another
-    /// released job that has not started (one the same round starts included). See
-    /// docs/slurm.md, "Time: reservations for blocked gangs".
+    /// Release the reserved gang (the first held gang that cannot start now) ahead: the round
+    /// that reserves nodes for it pins it to them and releases it at once, so that Slurm
+    /// starts it the moment they free, with no round in between; later rounds move the pin
+    /// to nodes that free sooner, or hold it again. Skipped when the gang is not held, its
+    /// nodes are free now, it asks another number of nodes than are reserved, a reserved node
+    /// is pinned to another released job that has not started (one the same round starts
+    /// included), or the reserved nodes span racks. Off by default: on the stream benchmark
+    /// under `serve` it did not shorten waits (docs/results/stream-bench). See docs/slurm.md,
+    /// "Time: reservations for blocked gangs".
     #[arg(long)]
-    pub no_pre_release: bool,
+    pub pre_release: bool,
     /// Kill a Slurm command (squeue, sinfo, scontrol) still running after S seconds; the
     /// round then stops with exit code 6 and the next round finishes.
     #[arg(long, value_name = "S", default_value_t = 30.0)]
@@ -250,7 +252,7 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
         now,
         a.start_timeout,
         a.notes_per_round,
-        !a.no_pre_release,
+        a.pre_release,
     )
     .map_err(|e| {
         Failure::new(
