@@ -174,6 +174,29 @@ impl<'a> RoundState<'a> {
         (left - usable) as u32
     }
 
+    /// How far node n would be from its own balance of CPU and memory to GPUs after `on_node`
+    /// of the job's GPUs go there, `free` whole GPUs available: for each resource the node
+    /// has a size for, |left / (size / G) - GPUs left|, in thousandths of a GPU, summed (G
+    /// the node's GPUs). A node left with the resources its free GPUs need in the node's own
+    /// proportion scores 0; one left with CPU but no GPUs, or GPUs but no CPU, scores high.
+    pub fn imbalance_after(&self, n: NodeIx, job: &PendingJob, on_node: u32, free: u32) -> u64 {
+        let gpus = self.inst.nodes[n].gpus as i128;
+        let left = free.saturating_sub(on_node) as i128;
+        let off = |have: Option<i64>, size: Option<u64>, total: u64| -> u64 {
+            match (have, size) {
+                (Some(have), Some(size)) if size > 0 && gpus > 0 => {
+                    let after = (have - resource_share(total, on_node, job.gpus) as i64) as i128;
+                    let size = size as i128;
+                    ((after * gpus - left * size).abs() * 1000 / size) as u64
+                }
+                _ => 0,
+            }
+        };
+        let node = &self.inst.nodes[n];
+        off(self.cpu_free[n], node.cpu_milli, job.cpu_milli)
+            + off(self.mem_free[n], node.memory_mib, job.memory_mib)
+    }
+
     /// Whether GPU (n, g) may be given whole to a job of priority `prio`, and whether it is
     /// free without preemption (`Some(true)`), freed by preemption (`Some(false)`) or not at all.
     pub fn whole_gpu(&self, n: NodeIx, g: u32, prio: i64) -> Option<bool> {

@@ -1,7 +1,8 @@
 //! Best-fit node choice, used when the instance carries no task distribution: a one-node job
 //! goes to the node it leaves fullest, nodes already in use before empty ones, passing over a
-//! node that would keep free GPUs without the CPU or memory any waiting job asks, lowest index
-//! on ties; a sharer to the shared GPU it leaves fullest, else a fresh GPU on such a node.
+//! node that would keep free GPUs without the CPU or memory any waiting job asks; among nodes
+//! left as full, the one left nearest its own CPU and memory per GPU, then the lowest index; a
+//! sharer to the shared GPU it leaves fullest, else a fresh GPU on such a node.
 
 use crate::assignment::GpuSet;
 use crate::instance::{NodeIx, PendingJob};
@@ -10,19 +11,28 @@ use crate::topology::Topology;
 use crate::units::MILLI_PER_GPU;
 
 /// Fitting nodes of one kind (in use, or empty) looked at per GPU type, fewest GPUs left
-/// first, when the first strands GPUs ([`RoundState::stranded_after`]): a node whose CPU or
-/// memory the job would take while GPUs stay free is passed over for one a little less full
-/// that keeps them usable (a choice: enough to find such a node where CPU or memory bind, few
-/// enough to keep the lookup cheap).
+/// first, when the first strands GPUs ([`RoundState::stranded_after`]) or while they leave as
+/// many GPUs as the best fit: a node whose CPU or memory the job would take while GPUs stay
+/// free is passed over for one a little less full that keeps them usable, and of equally full
+/// nodes the best balanced wins (a choice: enough to find such a node where CPU or memory
+/// bind, few enough to keep the lookup cheap).
 const STRANDING_CANDIDATES: usize = 8;
 
 /// The best node for a whole gang on one node: in use before empty, then the fewest free GPUs
-/// stranded without CPU or memory, then the fewest GPUs left, then the lowest index; per GPU
-/// type through the round state's index, looking past the best fit only while it strands GPUs.
+/// stranded without CPU or memory, then the fewest GPUs left, then the node left nearest its
+/// own CPU and memory per GPU ([`RoundState::imbalance_after`]: the CPU a later job needs
+/// stays beside the GPUs it needs), then the lowest index; per GPU type through the round
+/// state's index, looking past the best fit while it strands GPUs or ties on GPUs left.
+///
+/// The balance key, measured with `gangplan bench --family all --sizes 1k,10k --time-limit 1`
+/// (seeds 1 and 2, 36 rounds, each run twice without it): tight-cpu +0.13% to +0.45% on the
+/// objective (10k, seed 2: gap 7.1-7.3% to 6.8%), default 1k +0.21%, sharers 1k +0.23%, mixed
+/// 1k +0.1%; whole-nodes 10k seed 1 -0.12% (its two runs without it differ by 0.05%); the
+/// rest within 0.02%.
 pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option<NodeIx> {
     let g = job.gpus;
-    let mut best: Option<(bool, u32, u32, NodeIx)> = None;
-    let mut offer = |key: (bool, u32, u32, NodeIx)| {
+    let mut best: Option<(bool, u32, u32, u64, NodeIx)> = None;
+    let mut offer = |key: (bool, u32, u32, u64, NodeIx)| {
         if best.is_none_or(|b| key < b) {
             best = Some(key);
         }
@@ -36,12 +46,17 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
                 .range((empty, g, 0)..=(empty, u32::MAX, usize::MAX))
                 .filter(|&&(_, _, n)| state.freed[n].is_empty() && state.fits_resources(n, job, g));
             let mut found = false;
+            // The free count of a fit that strands nothing: no node with more free GPUs beats it.
+            let mut settled: Option<u32> = None;
             for (&(e, free, n), _) in fitting.zip(0..STRANDING_CANDIDATES) {
+                if settled.is_some_and(|f| free > f) {
+                    break;
+                }
                 let stranded = state.stranded_after(n, job, g, free);
-                offer((e, stranded, free - g, n));
+                offer((e, stranded, free - g, state.imbalance_after(n, job, g, free), n));
                 found = true;
                 if stranded == 0 {
-                    break;
+                    settled = Some(free);
                 }
             }
             if found {
@@ -56,10 +71,11 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
         let avail = state.avail_count(n, job.priority);
         if avail >= g && state.fits_resources(n, job, g) {
             let stranded = state.stranded_after(n, job, g, avail);
-            offer((!state.node_in_use(n), stranded, avail - g, n));
+            let imbalance = state.imbalance_after(n, job, g, avail);
+            offer((!state.node_in_use(n), stranded, avail - g, imbalance, n));
         }
     }
-    best.map(|(_, _, _, n)| n)
+    best.map(|(_, _, _, _, n)| n)
 }
 
 /// The GPU for a sharer: a GPU already shared, the one left fullest (least milli left after)
