@@ -19,7 +19,7 @@ Besides the waits: per multi-node gang spanning racks, whether one rack had enou
 no other job on them at its start (`spanning_with_rack_room`); for the planners, from their
 log, the rounds, each round's seconds from its start to its plan, and the mean time from a
 job's release to its start in Slurm. `serve` runs with its own defaults unless
---serve-flags says otherwise.
+--serve-flags says otherwise, the cron's `slurm plan` unless --plan-flags does.
 With --records DIR, each run's jobs as Slurm recorded them (`squeue --json`), the planner's
 log and its journal, and slurmctld's log are kept in DIR (for looking into single jobs and rounds).
 Needs SLURM_CONF in the environment and the gangplan binary (--gangplan).
@@ -115,7 +115,7 @@ def start_planner(mode, args, state):
         cmd = [args.gangplan, "slurm", "serve", *common, *serve_mode_flags(mode),
                *args.serve_flags.split()]
     else:
-        one = " ".join([args.gangplan, "slurm", "plan", *common])
+        one = " ".join([args.gangplan, "slurm", "plan", *common, *args.plan_flags.split()])
         cmd = ["bash", "-c", f"while :; do {one} >/dev/null; sleep {args.cron_interval}; done"]
     return subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
 
@@ -319,6 +319,8 @@ def main():
     ap.add_argument("--cron-interval", type=float, default=3.0)
     ap.add_argument("--serve-flags", default="",
                     help="more flags for `slurm serve` (default: none, its own defaults)")
+    ap.add_argument("--plan-flags", default="",
+                    help="more flags for the cron's `slurm plan` (default: none)")
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--gangplan", default="target/release/gangplan")
     ap.add_argument("--out", required=True)
