@@ -53,7 +53,13 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
                     break;
                 }
                 let stranded = state.stranded_after(n, job, g, free);
-                offer((e, stranded, free - g, state.imbalance_after(n, job, g, free), n));
+                offer((
+                    e,
+                    stranded,
+                    free - g,
+                    state.imbalance_after(n, job, g, free),
+                    n,
+                ));
                 found = true;
                 if stranded == 0 {
                     settled = Some(free);
