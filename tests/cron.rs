@@ -914,6 +914,20 @@ fn start_of_11(actions: &[Action]) -> Option<&Action> {
         .find(|a| matches!(a, Action::Start { job, .. } if job == "11"))
 }
 
+/// Job 11 released ahead onto node3 and node4 of [`timed_snapshot`] (`repin`: released
+/// already, its pin moved there).
+fn ahead_onto_node3_node4(repin: bool) -> Action {
+    Action::Start {
+        job: "11".into(),
+        nodes: vec!["node3".into(), "node4".into()],
+        exclude: vec!["node1".into(), "node2".into()],
+        clear_begin: false,
+        clear_note: false,
+        expected_in: Some(NODE4_FREE_IN as u64),
+        repin,
+    }
+}
+
 /// The round's actions for the timed round with `released` jobs in flight, pre-release on.
 fn timed_actions(
     round: &gangplan::adapters::slurm::SlurmRound,
@@ -936,15 +950,7 @@ fn the_reservation_gang_is_released_at_once_pinned_to_its_reserved_nodes() {
     assert!(plan.placements.is_empty() && plan.preemptions.is_empty());
 
     let actions = timed_actions(&round, &plan, &BTreeMap::new());
-    let start = Action::Start {
-        job: "11".into(),
-        nodes: vec!["node3".into(), "node4".into()],
-        exclude: vec!["node1".into(), "node2".into()],
-        clear_begin: false,
-        clear_note: false,
-        expected_in: Some(NODE4_FREE_IN as u64),
-        repin: false,
-    };
+    let start = ahead_onto_node3_node4(false);
     // The gang gets no waiting note: from its release on, it is Slurm's to start.
     assert_eq!(actions, vec![start.clone()]);
     assert!(start.describe().contains("ahead of its reservation"));
@@ -1185,15 +1191,7 @@ fn a_gang_released_ahead_onto_later_nodes_moves_its_pin_without_a_new_release() 
     let (round, plan) = round_with(&snap, &released);
     assert_eq!(plan.reservation.as_ref().unwrap().nodes, ["node3", "node4"]);
     let actions = round_actions(&round, &plan, &released, snap.now, 60, None, true).unwrap();
-    let moved = Action::Start {
-        job: "11".into(),
-        nodes: vec!["node3".into(), "node4".into()],
-        exclude: vec!["node1".into(), "node2".into()],
-        clear_begin: false,
-        clear_note: false,
-        expected_in: Some(NODE4_FREE_IN as u64),
-        repin: true,
-    };
+    let moved = ahead_onto_node3_node4(true);
     assert_eq!(actions, vec![moved.clone()]);
     assert!(
         moved.describe().contains("move job 11's pin"),
