@@ -47,6 +47,12 @@ impl Released {
         Released::new(nodes, at, expected_start)
     }
 
+    /// Whether it was released ahead of its reservation (onto nodes still busy, with an
+    /// expected start): such a gang is planned again each round rather than kept in flight.
+    pub fn is_ahead(&self) -> bool {
+        self.expected_start.is_some()
+    }
+
     /// Whether the job, still not started at `now`, is to be held again: more than
     /// `start_timeout` seconds have passed since it was released or, when later, since its
     /// nodes were expected to free. A gang released ahead of its reservation is not held

@@ -298,7 +298,9 @@ fn start_action(
 
 /// Whether two node lists name the same nodes.
 fn same_nodes(a: &[String], b: &[String]) -> bool {
-    let set = |x: &[String]| x.iter().cloned().collect::<BTreeSet<String>>();
+    fn set(x: &[String]) -> BTreeSet<&str> {
+        x.iter().map(String::as_str).collect()
+    }
     set(a) == set(b)
 }
 

@@ -458,7 +458,7 @@ impl RoundBuilder<'_> {
             // Still waiting to start (and held again after the start timeout), also when its
             // nodes have no GPU free for it now.
             in_flight.push(id.clone());
-            if release.expected_start.is_some() {
+            if release.is_ahead() {
                 continue;
             }
             let pinned = &release.nodes;
@@ -500,20 +500,29 @@ impl RoundBuilder<'_> {
     ) -> Result<HeldGangs, SlurmError> {
         let mut out = HeldGangs::default();
         let snap = self.snap;
+        // A gang released ahead and still pending: the nodes it is pinned to.
         let ahead = |j: &SlurmJob| {
+            if j.state != "PENDING" || j.is_held() {
+                return None;
+            }
             let r = released.get(&j.id.to_string())?;
-            (j.state == "PENDING" && !j.is_held() && r.expected_start.is_some())
-                .then(|| r.nodes.clone())
+            r.is_ahead().then(|| r.nodes.clone())
         };
-        for job in snap.jobs.iter().filter(|j| {
-            (j.is_held() || ahead(j).is_some()) && in_partition(j, &self.conv.partition)
-        }) {
+        let planned = snap
+            .jobs
+            .iter()
+            .filter(|j| in_partition(j, &self.conv.partition))
+            .filter_map(|j| {
+                let released_to = ahead(j);
+                (j.is_held() || released_to.is_some()).then_some((j, released_to))
+            });
+        for (job, released_to) in planned {
             let id = check_job_id(&job.id.to_string())?.to_string();
             match gang_shape(job) {
                 Ok(shape) => {
                     out.pending.push(self.held_gang(job, &id, shape));
                     let held = HeldJob {
-                        released_to: ahead(job),
+                        released_to,
                         ..held_job(job, snap.now)
                     };
                     out.held.insert(id, held);
