@@ -406,6 +406,15 @@ impl<'a> RoundState<'a> {
         g.min(u32::MAX as u64) as u32
     }
 
+    /// Whole GPUs of node n the job may take with the CPU and memory the node has left: the
+    /// GPUs free to it ([`RoundState::avail_count`]) capped by [`RoundState::gpus_fitting`].
+    pub fn whole_gpus_fitting(&self, n: NodeIx, job: &PendingJob) -> u32 {
+        match self.avail_count(n, job.priority) {
+            0 => 0,
+            free => self.gpus_fitting(n, job).min(free),
+        }
+    }
+
     /// Whether the tenant's quota allows the job.
     pub fn quota_allows(&self, job: &PendingJob) -> bool {
         match self.inst.tenants[job.tenant].quota {

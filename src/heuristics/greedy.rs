@@ -14,7 +14,7 @@
 use super::placement::find_placement;
 use super::Planner;
 use crate::assignment::{Assignment, GpuSet};
-use crate::instance::Instance;
+use crate::instance::{Instance, NodeIx};
 use crate::objective::{evaluate, fair_shares, job_spread, job_value, value_per_gpu, victim_cost};
 use crate::round_state::{RoundState, Transaction};
 use crate::state::ClusterState;
@@ -87,6 +87,11 @@ pub fn portfolio_leaving(
     let started = std::time::Instant::now();
     let mut best = run(&passes[0]);
     let first = started.elapsed();
+    tracing::debug!(
+        seconds = first.as_secs_f64(),
+        objective = best.0,
+        "first greedy pass done"
+    );
     let rest = &passes[1..];
     // Passes run two at a time (or one per core), each about as long as the first.
     let fit = match deadline {
@@ -419,8 +424,23 @@ fn place_by_preemption(
     if candidates.is_empty() {
         return PlaceOutcome::NoRoom;
     }
+    let free: u32 = (0..inst.nodes.len())
+        .filter(|&n| mask[topo.node_type[n]])
+        .map(|n| state.avail_count(n, job.priority))
+        .sum();
+    let least = least_victim_cost(
+        inst,
+        topo,
+        &mask,
+        job.gpus.saturating_sub(free),
+        &candidates,
+    );
+    if least.is_none_or(|c| !job.is_sharer() && job_value(inst, job) <= c * (1.0 + margin)) {
+        return PlaceOutcome::NoRoom;
+    }
     let mut trial = state.transaction();
-    let Some((set, chosen)) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates) else {
+    let Some((set, chosen)) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates, free)
+    else {
         return PlaceOutcome::NoRoom;
     };
     let (set, chosen) = drop_unneeded_victims(&mut trial, topo, j, set, chosen);
@@ -434,6 +454,50 @@ fn place_by_preemption(
     trial.commit(j, set);
     trial.keep();
     PlaceOutcome::Placed
+}
+
+/// A lower bound on what the victims of a placement cost that frees `need` more whole GPUs
+/// of the job's types (`mask`): the cheapest cover of `need` GPUs by `candidates`, a victim
+/// allowed in part (cheapest per GPU first); `None` when all of them hold fewer. Any victims
+/// the placement keeps free at least `need` GPUs, so cost at least this: a job worth no more
+/// needs no search.
+fn least_victim_cost(
+    inst: &Instance,
+    topo: &Topology,
+    mask: &[bool],
+    need: u32,
+    candidates: &[usize],
+) -> Option<f64> {
+    let mut per_gpu: Vec<(f64, u32)> = candidates
+        .iter()
+        .map(|&k| (k, whole_gpus_held(inst, topo, mask, k)))
+        .filter(|&(_, g)| g > 0)
+        .map(|(k, g)| (victim_cost(inst, &inst.running[k]) / g as f64, g))
+        .collect();
+    per_gpu.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut left, mut cost) = (need, 0.0);
+    for (c, g) in per_gpu {
+        if left == 0 {
+            break;
+        }
+        let take = g.min(left);
+        cost += c * take as f64;
+        left -= take;
+    }
+    (left == 0).then_some(cost)
+}
+
+/// Whole GPUs of the types in `mask` running job k holds (0 for a sharer).
+fn whole_gpus_held(inst: &Instance, topo: &Topology, mask: &[bool], k: usize) -> u32 {
+    let r = &inst.running[k];
+    if r.gpu_milli.is_some() {
+        return 0;
+    }
+    r.gpus
+        .iter()
+        .filter(|(n, _)| mask[topo.node_type[*n]])
+        .map(|(_, g)| g.len() as u32)
+        .sum()
 }
 
 /// The victims job j may try, cheapest first: not preempted yet, of strictly lower priority,
@@ -461,45 +525,65 @@ fn victim_candidates(
 }
 
 /// Preempt `candidates` in order until job j fits; its placement and the victims preempted,
-/// or `None` when even all of them leave it without room (or GPUs enough).
+/// or `None` when even all of them leave it without room (or GPUs enough). `free`: the whole
+/// GPUs free to the job before any victim goes.
+///
+/// The placement is searched for only once the whole GPUs the job could take with the CPU and
+/// memory left on their nodes ([`RoundState::whole_gpus_fitting`]) reach its gang, a count
+/// kept up to date node by node as victims go: on rounds where CPU or memory bind, most
+/// trials end without a search of the cluster.
 fn preempt_until_fits(
     trial: &mut Transaction,
     topo: &Topology,
     j: usize,
     mask: &[bool],
     candidates: &[usize],
+    free: u32,
 ) -> Option<(GpuSet, Vec<usize>)> {
     let inst = trial.inst;
     let job = &inst.pending[j];
-    // Whole GPUs of the job's types a victim holds.
-    let victim_gpus = |k: usize| -> u32 {
-        let r = &inst.running[k];
-        if r.gpu_milli.is_some() {
-            return 0;
-        }
-        r.gpus
-            .iter()
-            .filter(|(n, _)| mask[topo.node_type[*n]])
-            .map(|(_, g)| g.len() as u32)
-            .sum()
-    };
+    let victim_gpus = |k: usize| whole_gpus_held(inst, topo, mask, k);
+    let accepted = |n: &NodeIx| mask[topo.node_type[*n]];
     // GPUs the job may take, with the victims so far gone.
-    let mut reachable: u32 = (0..inst.nodes.len())
-        .filter(|&n| mask[topo.node_type[n]])
-        .map(|n| trial.avail_count(n, job.priority))
-        .sum();
+    let mut reachable = free;
     if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
         return None;
     }
+    // A sharer may go on a shared GPU, which whole-GPU counts do not see.
+    let counts_bind = !job.is_sharer();
+    let fitting_on = |t: &Transaction, nodes: &[NodeIx]| -> u32 {
+        nodes
+            .iter()
+            .filter(|n| accepted(n))
+            .map(|&n| t.whole_gpus_fitting(n, job))
+            .sum()
+    };
+    let all: Vec<NodeIx> = (0..inst.nodes.len()).collect();
+    let mut fitting = if counts_bind {
+        fitting_on(trial, &all)
+    } else {
+        u32::MAX
+    };
     let mut chosen = Vec::new();
     // A gang over several nodes is searched for after 1, 2, 4, ... victims (each search scans
     // the cluster); the unneeded victims are dropped afterwards.
     let several = job.node_limit() > 1;
     for (i, &k) in candidates.iter().enumerate() {
+        let mut on: Vec<NodeIx> = inst.running[k].gpus.iter().map(|(n, _)| *n).collect();
+        on.sort_unstable();
+        on.dedup();
+        let before = if counts_bind {
+            fitting_on(trial, &on)
+        } else {
+            0
+        };
         trial.preempt(k);
         chosen.push(k);
         reachable += victim_gpus(k);
-        if reachable < job.gpus {
+        if counts_bind {
+            fitting = fitting - before + fitting_on(trial, &on);
+        }
+        if reachable < job.gpus || fitting < job.gpus {
             continue;
         }
         if several && !(i + 1).is_power_of_two() && i + 1 < candidates.len() {
@@ -551,4 +635,48 @@ fn drop_unneeded_victims(
         }
     }
     (set, chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::ModelLibrary;
+    use crate::instance::parse_instance;
+
+    /// Three preemptible jobs: `a` 4 GPUs, `b` 2 GPUs and little work lost, `c` 8 GPUs and a
+    /// day of work lost.
+    const VICTIMS: &str = "
+nodes:
+  - {name: n1, gpus: 8}
+  - {name: n2, gpus: 8}
+running:
+  - {id: a, gpus: {n1: [0, 1, 2, 3]}, preemptible: true, checkpoint_cost: 36000}
+  - {id: b, gpus: {n1: [4, 5]}, preemptible: true, checkpoint_cost: 60}
+  - {id: c, gpus: {n2: [0, 1, 2, 3, 4, 5, 6, 7]}, preemptible: true, checkpoint_cost: 86400}
+pending:
+  - {id: big, gpus: 8, priority: 5}
+";
+
+    #[test]
+    fn the_least_victim_cost_covers_the_gpus_needed_cheapest_per_gpu_first() {
+        let inst = parse_instance(VICTIMS, "victims", &ModelLibrary::builtin()).unwrap();
+        let topo = Topology::new(&inst);
+        let cost = |k: usize| victim_cost(&inst, &inst.running[k]);
+        let (a, b, c) = (cost(0), cost(1), cost(2));
+        assert!(
+            b / 2.0 < a / 4.0 && a / 4.0 < c / 8.0,
+            "per GPU: b, then a, then c"
+        );
+        let least = |need| least_victim_cost(&inst, &topo, &[true], need, &[0, 1, 2]);
+        assert_eq!(least(0), Some(0.0));
+        // 5 GPUs: all of b's 2, then 3 of a's 4.
+        let five = least(5).unwrap();
+        assert!((five - (b + 0.75 * a)).abs() < 1e-9, "{five}");
+        // 14 GPUs: all three; 15 is more than they hold.
+        assert!((least(14).unwrap() - (a + b + c)).abs() < 1e-9);
+        assert_eq!(least(15), None);
+        // Without b among the candidates, 2 GPUs cost half of a.
+        let without_b = least_victim_cost(&inst, &topo, &[true], 2, &[0, 2]).unwrap();
+        assert!((without_b - 0.5 * a).abs() < 1e-9);
+    }
 }
