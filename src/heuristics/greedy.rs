@@ -443,12 +443,16 @@ fn place_by_preemption(
     else {
         return PlaceOutcome::NoRoom;
     };
-    let (set, chosen) = drop_unneeded_victims(&mut trial, topo, j, set, chosen);
+    let value = job_value(inst, job);
+    let pays = |cost: f64| value > cost * (1.0 + margin);
+    let Some((set, chosen)) = drop_unneeded_victims(&mut trial, topo, j, set, chosen, pays) else {
+        return PlaceOutcome::NoRoom;
+    };
     let cost: f64 = chosen
         .iter()
         .map(|&k| victim_cost(inst, &inst.running[k]))
         .sum();
-    if job_value(inst, job) - job_spread(inst, topo, job, &set) <= cost * (1.0 + margin) {
+    if value - job_spread(inst, topo, job, &set) <= cost * (1.0 + margin) {
         return PlaceOutcome::NoRoom;
     }
     trial.commit(j, set);
@@ -607,15 +611,19 @@ fn preempt_until_fits(
 
 /// Undo the preemptions the placement of job j does not need, most expensive first, with the
 /// placement found without them. A victim on no node of the placement is dropped without a
-/// new search: the placement stands without it.
+/// new search: the placement stands without it. `None` once the victims found needed cost
+/// more than `pays` allows: every victim kept so far stays in the end, so the placement
+/// cannot pay (the job's spread only adds to what it must beat).
 fn drop_unneeded_victims(
     trial: &mut Transaction,
     topo: &Topology,
     j: usize,
     mut set: GpuSet,
     mut chosen: Vec<usize>,
-) -> (GpuSet, Vec<usize>) {
+    pays: impl Fn(f64) -> bool,
+) -> Option<(GpuSet, Vec<usize>)> {
     let inst = trial.inst;
+    let mut needed = 0.0;
     for &k in chosen.clone().iter().rev() {
         trial.unpreempt(k);
         if inst.running[k]
@@ -631,10 +639,16 @@ fn drop_unneeded_victims(
                 chosen.retain(|&v| v != k);
                 set = s;
             }
-            None => trial.preempt(k),
+            None => {
+                trial.preempt(k);
+                needed += victim_cost(inst, &inst.running[k]);
+                if !pays(needed) {
+                    return None;
+                }
+            }
         }
     }
-    (set, chosen)
+    Some((set, chosen))
 }
 
 #[cfg(test)]
