@@ -365,7 +365,7 @@ impl<'a> RoundState<'a> {
     }
 
     /// Whether the job may go on node n with `on_node` GPUs there: the node has CPU and
-    /// memory for them, and the round's reservation admits the job there
+    /// memory for them, and the round's reservations admit the job there
     /// ([`Instance::may_use_node`]). Every heuristic asks this of every node it places on.
     pub fn fits_resources(&self, n: NodeIx, job: &PendingJob, on_node: u32) -> bool {
         if !self.inst.may_use_node(job, n) {
@@ -377,7 +377,7 @@ impl<'a> RoundState<'a> {
     }
 
     /// The most of `job`'s GPUs node n has CPU and memory for (and admits under the round's
-    /// reservation): the largest g with [`RoundState::fits_resources`]`(n, job, g)`, 0 when
+    /// reservations): the largest g with [`RoundState::fits_resources`]`(n, job, g)`, 0 when
     /// none fits, `u32::MAX` when nothing limits it. A job's share of a node is
     /// ceil(total g / gpus), at most what is left exactly when g <= left gpus / total.
     pub fn gpus_fitting(&self, n: NodeIx, job: &PendingJob) -> u32 {

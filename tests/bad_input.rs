@@ -157,6 +157,18 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "reservations_too_many.yaml",
+        &[
+            "policy.reservations",
+            "is 65",
+            "expected a whole number of blocked jobs to reserve nodes for, in 0..=64",
+        ],
+    ),
+    (
+        "reservations_negative.yaml",
+        &["policy.reservations", "is -1", "in 0..=64"],
+    ),
+    (
         "mip_gap_too_large.yaml",
         &["policy.mip_gap", "is 2", "expected a fraction in 0..=1"],
     ),

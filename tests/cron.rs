@@ -694,6 +694,7 @@ fn k8s_rejects_node_names_kubernetes_would_reject() {
             jobs_preempted: 0,
         },
         reservation: None,
+        reservations: vec![],
     };
     assert!(k8s::bindings(&plan, "default").is_err());
     plan.placements[0].gpus = BTreeMap::from([("node-1".to_string(), vec![0])]);
@@ -790,6 +791,17 @@ fn the_admission_offers_what_no_held_job_fits_and_leaves_out_reserved_and_draine
     });
     assert!(offered_room(&snap, &round, &plan).is_empty());
     plan.reservation = None;
+    // Nor a node of a later one.
+    let on = |node: &str| PlanReservation {
+        job: "11".into(),
+        starts_in: 30.0,
+        nodes: vec![node.into()],
+    };
+    plan.reservation = Some(on("node1"));
+    plan.reservations = vec![on("node1"), on("node3")];
+    assert!(offered_room(&snap, &round, &plan).is_empty());
+    plan.reservation = None;
+    plan.reservations.clear();
 
     // A waiting job that fits node3's GPUs keeps them (a newcomer ranks below it).
     let waiting = round.raw.pending.iter_mut().find(|p| p.id == "11").unwrap();
@@ -1346,6 +1358,35 @@ fn slurm_plan_releases_the_reservation_gang_ahead_only_when_told_to() {
         "{calls:?}"
     );
     assert!(memory.released.is_empty());
+}
+
+#[test]
+fn slurm_plan_reservations_sets_how_many_blocked_jobs_are_reserved_for() {
+    let (out, _, _) = fake_round(&[]);
+    assert!(out.contains("node3, node4 reserved for it"), "{out}");
+    let (out, calls, memory) = fake_round(&["--pre-release", "--reservations", "0"]);
+    assert!(!out.contains("reserved for it"), "{out}");
+    assert!(!out.contains("start job 11"), "{out}");
+    assert!(!calls.iter().any(|c| c.contains("release")), "{calls:?}");
+    assert!(memory.released.is_empty());
+    for sub in ["plan", "serve"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = gangplan()
+            .args(["slurm", sub, "--reservations", "65", "--state-dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "65 is refused: {err}");
+        assert!(
+            err.contains("--reservations") && err.contains("0..=64"),
+            "{err}"
+        );
+        let o = gangplan().args(["slurm", sub, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(help.contains("--reservations <N>"), "{help}");
+        assert!(help.contains("up to N blocked jobs"), "{help}");
+    }
 }
 
 #[test]

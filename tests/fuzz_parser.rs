@@ -609,6 +609,7 @@ fn policy() -> impl Strategy<Value = RawPolicy> {
                 weights: weights.into_iter().collect::<BTreeMap<_, _>>(),
                 preemption,
                 seed,
+                reservations: None,
                 task_distribution: None,
             },
         )

@@ -1,7 +1,7 @@
-//! Time in the plan: the round's reservation for its first blocked gang, obeyed by every
-//! planner and checked by the validator, and a stream of rounds in which a 32-GPU gang behind
-//! a steady supply of 1-GPU jobs starts within a bounded number of rounds with reservations,
-//! and never without them.
+//! Time in the plan: the round's reservation for its first blocked gang (and, with
+//! `policy.reservations`, for the next ones), obeyed by every planner and checked by the
+//! validator, and a stream of rounds in which a 32-GPU gang behind a steady supply of 1-GPU
+//! jobs starts within a bounded number of rounds with reservations, and never without them.
 
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::raw::{RawInstance, RawNode, RawPending, RawPolicy, RawRunning};
@@ -95,7 +95,7 @@ fn placed<'p>(plan: &'p Plan, id: &str) -> Option<&'p Placement> {
 #[test]
 fn the_blocked_gang_reserves_the_nodes_that_free_soonest() {
     let inst = instance(&backfill_round());
-    let r = inst.reservation.clone().expect("a reservation");
+    let r = inst.reservations.first().cloned().expect("a reservation");
     assert_eq!(r.job_id, "big");
     assert_eq!(r.start, 30.0);
     assert_eq!(r.nodes, vec![0, 1]);
@@ -141,7 +141,7 @@ fn without_time_in_the_round_the_same_jobs_fill_the_free_gpus() {
         p.time_limit = None;
     }
     let inst = instance(&raw);
-    assert!(inst.reservation.is_none());
+    assert!(inst.reservations.is_empty());
     let plan = plan_round(inst, PlannerKind::Greedy, None).unwrap();
     assert_eq!(
         plan.placements.len(),
@@ -327,4 +327,140 @@ fn bad_times_are_refused_naming_the_field_and_the_range() {
             && t.contains("omit it when unknown or unlimited")),
         "{text:?}"
     );
+}
+
+/// Six nodes in racks of two: n0 and n1 hold 4 GPUs each of jobs ending in 30 s, n2 and n3
+/// 4 GPUs each of jobs ending in 60 s, n4 and n5 are full until 200 s. Two 2 x 8 gangs wait,
+/// `first` longer; with `reservations: 2` `first` gets n0 and n1 from 30 s, `second` n2 and n3
+/// from 60 s. Two 4-GPU jobs wait: `mid` (50 s) ends by 60 s only, `late` (70 s) by neither.
+fn two_gangs_round(reservations: i64) -> RawInstance {
+    RawInstance {
+        nodes: nodes(6, 2),
+        running: vec![
+            running("a", "n0", 0..4, Some(30.0)),
+            running("b", "n1", 0..4, Some(30.0)),
+            running("c", "n2", 0..4, Some(60.0)),
+            running("d", "n3", 0..4, Some(60.0)),
+            running("e", "n4", 0..8, Some(200.0)),
+            running("f", "n5", 0..8, Some(200.0)),
+        ],
+        pending: vec![
+            gang("first", 2, 500.0),
+            gang("second", 2, 400.0),
+            pending("mid", 4, Some(50.0)),
+            pending("late", 4, Some(70.0)),
+        ],
+        policy: Some(RawPolicy {
+            reservations: Some(reservations),
+            ..policy().unwrap()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The nodes a plan gives job `id`.
+fn nodes_of(plan: &Plan, id: &str) -> Vec<String> {
+    placed(plan, id)
+        .map(|p| p.gpus.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn both_planners_obey_the_second_reservation() {
+    let inst = instance(&two_gangs_round(2));
+    let got: Vec<(&str, f64, Vec<usize>)> = inst
+        .reservations
+        .iter()
+        .map(|r| (r.job_id.as_str(), r.start, r.nodes.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("first", 30.0, vec![0, 1]), ("second", 60.0, vec![2, 3])]
+    );
+    for planner in [PlannerKind::Greedy, PlannerKind::Ilp] {
+        let plan = plan_round(instance(&two_gangs_round(2)), planner, None).expect("a plan");
+        let mid = nodes_of(&plan, "mid");
+        assert!(
+            mid == ["n2"] || mid == ["n3"],
+            "{planner:?}: the 50 s job ends by the second reservation's 60 s: {plan:#?}"
+        );
+        assert!(
+            placed(&plan, "late").is_none(),
+            "{planner:?}: the 70 s job runs past both starts: {plan:#?}"
+        );
+        // With one reservation n2 and n3 are open to it.
+        let plan = plan_round(instance(&two_gangs_round(1)), planner, None).expect("a plan");
+        assert!(
+            !nodes_of(&plan, "late").is_empty(),
+            "{planner:?}: one reservation leaves n2 and n3 to the 70 s job: {plan:#?}"
+        );
+    }
+}
+
+#[test]
+fn the_validator_refuses_a_long_job_on_the_second_reservations_node() {
+    let inst = instance(&two_gangs_round(2));
+    let mut plan = plan_round(inst.clone(), PlannerKind::Greedy, None).unwrap();
+    let free = if nodes_of(&plan, "mid") == ["n2"] {
+        "n3"
+    } else {
+        "n2"
+    };
+    plan.pending.retain(|p| p.job != "late");
+    plan.placements.push(Placement {
+        job: "late".into(),
+        gpus: BTreeMap::from([(free.to_string(), vec![4, 5, 6, 7])]),
+        gpu_milli: None,
+    });
+    let err = validate_plan(&inst, &plan).expect_err("rule 9 is broken");
+    let text = err.to_string();
+    assert!(
+        text.contains("rule 9")
+            && text.contains("\"late\"")
+            && text.contains(free)
+            && text.contains("\"second\""),
+        "{text}"
+    );
+    // The same plan breaks nothing under one reservation (n2 and n3 are not reserved then).
+    let one = instance(&two_gangs_round(1));
+    validate_plan(&one, &plan).expect("no second reservation, no rule 9");
+}
+
+#[test]
+fn the_plan_lists_every_reservation_and_says_it_in_the_reasons() {
+    let plan = plan_round(instance(&two_gangs_round(2)), PlannerKind::Greedy, None).unwrap();
+    let json = serde_json::to_value(&plan).unwrap();
+    let shown =
+        |v: &serde_json::Value| (v["job"].clone(), v["starts_in"].clone(), v["nodes"].clone());
+    let first = (
+        serde_json::json!("first"),
+        serde_json::json!(30.0),
+        serde_json::json!(["n0", "n1"]),
+    );
+    let second = (
+        serde_json::json!("second"),
+        serde_json::json!(60.0),
+        serde_json::json!(["n2", "n3"]),
+    );
+    assert_eq!(shown(&json["reservation"]), first, "{json:#}");
+    let all = json["reservations"]
+        .as_array()
+        .expect("a `reservations` list");
+    assert_eq!(
+        all.iter().map(shown).collect::<Vec<_>>(),
+        vec![first, second]
+    );
+    let reason = |id: &str| &plan.pending.iter().find(|p| p.job == id).unwrap().reason;
+    assert!(reason("second").contains("nodes n2, n3 reserved for it from 60 s on"));
+    assert!(reason("first").contains("nodes n0, n1 reserved for it from 30 s on"));
+    assert!(
+        reason("late").contains("n0, n1 reserved for job first from 30 s on"),
+        "{}",
+        reason("late")
+    );
+    // One reservation: the plan reads as before, without the list.
+    let plan = plan_round(instance(&two_gangs_round(1)), PlannerKind::Greedy, None).unwrap();
+    let json = serde_json::to_value(&plan).unwrap();
+    assert!(json.get("reservations").is_none(), "{json:#}");
+    assert_eq!(json["reservation"]["job"], "first");
 }

@@ -40,7 +40,8 @@ pub struct SlurmPlanArgs {
     /// the word `preemptible` are too.
     #[arg(long, value_name = "P")]
     pub preemptible_partition: Vec<String>,
-    /// Policy block (YAML/JSON: time_limit, mip_gap, weights, preemption) for every round.
+    /// Policy block (YAML/JSON: time_limit, mip_gap, weights, preemption, reservations) for
+    /// every round.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Hold again (with --apply) a job released this many seconds ago that has not started;
@@ -58,6 +59,14 @@ pub struct SlurmPlanArgs {
     /// "Time: reservations for blocked gangs".
     #[arg(long)]
     pub pre_release: bool,
+    /// Reserve nodes for up to N blocked jobs per round, 0..=64 (sets `policy.reservations`;
+    /// 0: none), in priority order as Slurm's backfill does: each blocked job plans around
+    /// the nodes reserved for those ranked above it, and a job may use a reserved node only
+    /// if its time limit ends it by that reservation's start. Default: the --policy file's
+    /// `reservations`, else 1 (the first blocked job only). --pre-release releases the first
+    /// reservation's gang only. See docs/formats.md, "Time and reservations".
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub reservations: Option<u32>,
     /// Kill a Slurm command (squeue, sinfo, scontrol) still running after S seconds; the
     /// round then stops with exit code 6 and the next round finishes.
     #[arg(long, value_name = "S", default_value_t = 30.0)]
@@ -196,13 +205,16 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     if let Some(p) = &a.partition {
         gangplan::adapters::slurm::cli::check_node_name(p).map_err(slurm_failure)?;
     }
-    let policy: Option<RawPolicy> = match &a.policy {
+    let mut policy: Option<RawPolicy> = match &a.policy {
         Some(path) => {
             let text = gangplan::instance::load::read_document(path).map_err(Failure::from_lib)?;
             Some(parse_document(&text, &path.display().to_string()).map_err(Failure::from_lib)?)
         }
         None => None,
     };
+    if let Some(n) = a.reservations {
+        policy.get_or_insert_with(RawPolicy::default).reservations = Some(n.into());
+    }
     let (state, _lock, mut memory) = open_round(&a.state_dir)?;
     let round_no = memory.round;
     let now = unix_now();

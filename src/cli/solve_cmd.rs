@@ -223,6 +223,7 @@ mod tests {
                 jobs_preempted: 0,
             },
             reservation: None,
+            reservations: Vec::new(),
         }
     }
 

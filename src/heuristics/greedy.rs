@@ -277,7 +277,7 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
 }
 
 /// What makes two jobs interchangeable for fitting, CPU and memory aside: type, size, shape,
-/// and whether the round's reserved nodes are open to them.
+/// and which of the round's reservations have their nodes open to them (a bit mask).
 type ShapeKey<'a> = (
     Option<&'a [String]>,
     u32,
@@ -285,7 +285,7 @@ type ShapeKey<'a> = (
     Option<u32>,
     Option<u32>,
     Option<u32>,
-    bool,
+    u64,
 );
 
 /// A shape's failure: the CPU and memory the job asked, and the priority it failed at.

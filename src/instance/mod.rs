@@ -236,10 +236,11 @@ pub struct Instance {
     /// holds outside the cut), so that the cut's fairness term prices the round's. `None` for
     /// every instance read from a file.
     pub fair_share: Option<Vec<f64>>,
-    /// The round's reservation for its first blocked gang ([`reservation::plan`]), worked out
-    /// when the instance is validated; `None` when the round carries no time or no gang needs
-    /// one.
-    pub reservation: Option<Reservation>,
+    /// The round's reservations for its blocked jobs, in priority order
+    /// ([`reservation::plan`]; at most `policy.reservations`, and so at most
+    /// [`policy::MAX_RESERVATIONS`]), worked out when the instance is validated; empty when the
+    /// round carries no time or no job needs one. No node is in two of them.
+    pub reservations: Vec<Reservation>,
 }
 
 impl Instance {
@@ -263,18 +264,25 @@ impl Instance {
         self.running.iter().position(|j| j.id == id)
     }
 
-    /// Whether pending job `job` may be placed on node n: the one rule a reservation adds,
-    /// shared by every planner and the validator. A reserved node takes the reserved job, and
-    /// other jobs only when their time limit ends them by the reservation's start.
+    /// Whether pending job `job` may be placed on node n: the one rule reservations add,
+    /// shared by every planner and the validator. A reserved node takes its reserved job, and
+    /// other jobs only when their time limit ends them by that reservation's start.
     pub fn may_use_node(&self, job: &PendingJob, n: NodeIx) -> bool {
-        self.reservation.as_ref().is_none_or(|r| r.admits(job, n))
+        self.reservations.iter().all(|r| r.admits(job, n))
     }
 
-    /// Whether the round's reserved nodes (if any) are open to `job`: it is the reserved job,
-    /// or its time limit ends it by the reservation's start. Jobs alike in everything else
-    /// but this fit differently.
-    pub fn reserved_nodes_open_to(&self, job: &PendingJob) -> bool {
-        self.reservation.as_ref().is_none_or(|r| r.open_to(job))
+    /// Which of the round's reservations have their nodes open to `job` (it is the reserved
+    /// job, or its time limit ends it by the reservation's start), as a bit mask: bit i for
+    /// reservation i (there are at most [`policy::MAX_RESERVATIONS`], 64). Jobs alike in
+    /// everything else but this fit differently.
+    pub fn reserved_nodes_open_to(&self, job: &PendingJob) -> u64 {
+        self.reservations
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.open_to(job))
+            .fold(0, |mask, (i, _)| {
+                mask | 1u64.checked_shl(i as u32).unwrap_or(0)
+            })
     }
 
     /// Pending and running jobs by id, for looking many up: (pending, running).

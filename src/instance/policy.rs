@@ -1,4 +1,4 @@
-//! The round's policy: time limit, gap, objective weights.
+//! The round's policy: time limit, gap, objective weights, reservations.
 
 use crate::error::InputIssue;
 use std::collections::BTreeMap;
@@ -136,6 +136,9 @@ pub struct Policy {
     pub preemption: bool,
     /// Solver random seed. Default 0.
     pub seed: u64,
+    /// The most blocked jobs the round reserves nodes for ([`crate::instance::reservation`]),
+    /// 0..=[`MAX_RESERVATIONS`]; 0: none. Default 1.
+    pub reservations: u32,
 }
 
 impl Default for Policy {
@@ -146,8 +149,30 @@ impl Default for Policy {
             weights: Weights::default(),
             preemption: true,
             seed: 0,
+            reservations: 1,
         }
     }
+}
+
+/// Most reservations a round may make (`policy.reservations`).
+pub const MAX_RESERVATIONS: u32 = 64;
+
+/// A `policy.reservations` that is not a whole number in 0..=[`MAX_RESERVATIONS`]; it displays
+/// as the rest of a message that starts with the field or flag's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "is {0}; expected a whole number of blocked jobs to reserve nodes for, in 0..={max} \
+     (0: no reservation; default 1)",
+    max = MAX_RESERVATIONS
+)]
+pub struct BadReservations(pub i64);
+
+/// The number of reservations `n`, checked: 0..=[`MAX_RESERVATIONS`].
+pub fn check_reservations(n: i64) -> Result<u32, BadReservations> {
+    u32::try_from(n)
+        .ok()
+        .filter(|&r| r <= MAX_RESERVATIONS)
+        .ok_or(BadReservations(n))
 }
 
 /// Longest time limit accepted, in seconds (one day).

@@ -213,6 +213,10 @@ pub struct RawPolicy {
     /// Extension: solver random seed (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Extension: the most blocked jobs reserved for per round, 0..=64 (default 1). Read as a
+    /// signed number so that a negative one is refused with the allowed range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservations: Option<i64>,
     /// Extension: the task distribution the greedy measures fragmentation against when it
     /// chooses a node for a one-node job (absent: best fit).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,31 +1,38 @@
-//! The round's reservation: time in the plan, the way a backfilling scheduler holds nodes for
-//! the first job it cannot start.
+//! The round's reservations: time in the plan, the way a backfilling scheduler holds nodes
+//! for the jobs it cannot start, in priority order.
 //!
 //! A round carries time when some running job has `ends_in` or some pending job has
 //! `time_limit` (without either, no reservation is made and planning is as before). Then:
 //!
 //! 1. **Free times.** Each usable GPU frees at 0 (free now), at the largest `ends_in` of the
 //!    running jobs holding it, or never (a holder without `ends_in`, a GPU that is down).
-//! 2. **The reserved job** is the first pending whole-GPU gang, by priority (highest first),
-//!    then wait (longest first), then file order, that cannot start on one node now: it needs
-//!    several nodes (`gpus_per_node` below `gpus`), or more GPUs than any node of its type has
-//!    free now (after each job ranked above it that fits on one node now has taken its GPUs
-//!    there, until its `time_limit`: on the node with the fewest free GPUs that holds it, in
-//!    the rack with the fewest, so that a rack with room for a gang stays whole while a
-//!    fuller rack holds the job). Gangs its tenant's quota cannot hold are skipped.
-//! 3. **Its start T** is the earliest time at which its shape fits on the GPUs free by then:
-//!    `gpus_per_node` nodes with that many free, or its GPUs on at most `max_nodes` nodes,
-//!    inside one rack or pod when `within` says so, on nodes of a type it accepts. Its
-//!    **nodes** are the ones whose GPUs free soonest, in one rack when one rack holds it by
-//!    then (else one pod, else anywhere `within` allows). No time at which it fits (GPUs held
-//!    by jobs that never end): no reservation.
-//! 4. **The rule** ([`Reservation::admits`]): any job may use an unreserved node; a reserved
-//!    node takes the reserved job, and another job only if its `time_limit` ends it by T.
+//! 2. **The walk.** Pending whole-GPU jobs are taken by priority (highest first), then wait
+//!    (longest first), then file order; jobs its tenant's quota cannot hold are skipped. A job
+//!    that fits on one node now takes its GPUs there, until its `time_limit`: on the node with
+//!    the fewest free GPUs that holds it, in the rack with the fewest, so that a rack with room
+//!    for a gang stays whole while a fuller rack holds the job. A job that cannot start on one
+//!    node now is **blocked**: it needs several nodes (`gpus_per_node` below `gpus`), or more
+//!    GPUs than any node of its type has free now (after the jobs ranked above it).
+//! 3. **A blocked job's start T** is the earliest time at which its shape fits on the GPUs
+//!    free by then: `gpus_per_node` nodes with that many free, or its GPUs on at most
+//!    `max_nodes` nodes, inside one rack or pod when `within` says so, on nodes of a type it
+//!    accepts. Its **nodes** are the ones whose GPUs free soonest, in one rack when one rack
+//!    holds it by then (else one pod, else anywhere `within` allows). It is reserved, and every
+//!    GPU of its nodes counts as never free for the jobs after it, which plan around them (a
+//!    node is reserved for one job at most). No time at which it fits (GPUs held by jobs that
+//!    never end): it is passed over.
+//! 4. **How many.** The walk stops after `policy.reservations` reservations (default 1; 0: no
+//!    reservation). With 1 it stops at the first blocked job whether it is reserved or not, so
+//!    that a first blocked gang that never fits leaves the round without a reservation.
+//! 5. **The rule** ([`Reservation::admits`], for every reservation): any job may use an
+//!    unreserved node; a reserved node takes its reserved job, and another job only if its
+//!    `time_limit` ends it by that reservation's T.
 //!
 //! Simplified: a reserved node is held whole (a job whose time limit runs past T may not use
-//! even GPUs of it the reserved gang does not need); CPU and memory are not part of the fit;
-//! preemption is not counted on to free GPUs. One gang is reserved per round; the reservation
-//! is worked out afresh from the instance every round, so it needs no state of its own.
+//! even GPUs of it the reserved gang does not need, and the walk counts none of its GPUs for
+//! later jobs); CPU and memory are not part of the fit; preemption is not counted on to free
+//! GPUs. The reservations are worked out afresh from the instance every round, so they need no
+//! state of their own.
 
 use super::{Instance, NodeIx, PendingJob};
 use crate::units::TOLERANCE;
@@ -89,26 +96,55 @@ pub fn carries_time(inst: &Instance) -> bool {
         || inst.pending.iter().any(|p| p.time_limit.is_some())
 }
 
-/// The round's reservation (see the module docs), or `None`.
-pub fn plan(inst: &Instance) -> Option<Reservation> {
-    if !carries_time(inst) {
-        return None;
+/// The round's reservations (see the module docs), in the walk's order: at most
+/// `policy.reservations` of them, none when the round carries no time.
+pub fn plan(inst: &Instance) -> Vec<Reservation> {
+    let most = inst.policy.reservations as usize;
+    let mut out = Vec::new();
+    if most == 0 || !carries_time(inst) {
+        return out;
     }
     let mut free_at = free_times(inst);
-    let j = reserved_job(inst, &mut free_at)?;
-    let (start, mut nodes) = earliest_fit(inst, &inst.pending[j], &free_at)?;
+    for j in ranked_jobs(inst) {
+        let job = &inst.pending[j];
+        let several = job.gpus_per_node.is_some_and(|g| g < job.gpus);
+        if !several && take_one_node_now(inst, job, &mut free_at) {
+            continue;
+        }
+        // A blocked job that never fits is passed over.
+        if let Some((start, nodes)) = earliest_fit(inst, job, &free_at) {
+            out.push(reserve(inst, j, start, nodes, &mut free_at));
+        }
+        // With one reservation the walk ends at the first blocked job, reserved or not.
+        if out.len() >= most || most == 1 {
+            break;
+        }
+    }
+    out
+}
+
+/// The reservation of pending job j from `start` on `nodes`; every GPU of those nodes is
+/// marked never free in `free_at`, so that the jobs after it plan around them.
+fn reserve(
+    inst: &Instance,
+    j: usize,
+    start: f64,
+    mut nodes: Vec<NodeIx>,
+    free_at: &mut [Vec<f64>],
+) -> Reservation {
     nodes.sort_unstable();
     let mut reserved = vec![false; inst.nodes.len()];
     for &n in &nodes {
         reserved[n] = true;
+        free_at[n].fill(f64::INFINITY);
     }
-    Some(Reservation {
+    Reservation {
         job: j,
         job_id: inst.pending[j].id.clone(),
         start,
         nodes,
         reserved,
-    })
+    }
 }
 
 /// When each GPU frees: 0 when free now, the latest `ends_in` of its holders, or infinity.
@@ -136,12 +172,10 @@ pub fn free_times(inst: &Instance) -> Vec<Vec<f64>> {
     at
 }
 
-/// The pending gang to reserve for: the first, by priority, wait and file order, that cannot
-/// start on one node now. Each job ahead of it that can takes its GPUs, on the node with the
-/// fewest free GPUs that holds it, in `free_at` (free again at its time limit, or never), so
-/// the reservation is made around the jobs ranked above its gang, as a backfilling scheduler
-/// starts them first.
-fn reserved_job(inst: &Instance, free_at: &mut [Vec<f64>]) -> Option<usize> {
+/// The pending jobs the walk takes, in its order: whole-GPU jobs (no sharers, no CPU-only
+/// jobs) whose tenant's quota holds them, by priority (highest first), wait (longest first)
+/// and file order.
+fn ranked_jobs(inst: &Instance) -> Vec<usize> {
     let mut held = vec![0.0; inst.tenants.len()];
     for r in &inst.running {
         held[r.tenant] += r.gpu_equivalent();
@@ -162,11 +196,7 @@ fn reserved_job(inst: &Instance, free_at: &mut [Vec<f64>]) -> Option<usize> {
             .then(y.wait.total_cmp(&x.wait))
             .then(a.cmp(&b))
     });
-    order.into_iter().find(|&j| {
-        let job = &inst.pending[j];
-        let several = job.gpus_per_node.is_some_and(|g| g < job.gpus);
-        several || !take_one_node_now(inst, job, free_at)
-    })
+    order
 }
 
 /// Whether `job` fits now on one node it accepts; if so its GPUs there are taken in
@@ -335,7 +365,16 @@ mod tests {
     /// Four 8-GPU nodes in two racks; each node fully held by one job ending at the given time
     /// (`None`: no end known; `Some(0)`: the node is free).
     fn cluster(ends: [Option<f64>; 4], pending: &str) -> Instance {
-        let mut y = String::from("nodes:\n");
+        cluster_with(ends, pending, "")
+    }
+
+    /// [`cluster`] with a `policy` block (e.g. `{reservations: 2}`; empty: none).
+    fn cluster_with(ends: [Option<f64>; 4], pending: &str, policy: &str) -> Instance {
+        let mut y = if policy.is_empty() {
+            String::from("nodes:\n")
+        } else {
+            format!("policy: {policy}\nnodes:\n")
+        };
         for i in 0..4 {
             y += &format!("  - {{name: n{i}, gpus: 8, rack: r{}}}\n", i / 2);
         }
@@ -360,7 +399,7 @@ mod tests {
             [Some(50.0), Some(10.0), Some(30.0), Some(20.0)],
             "  - {id: big, gpus: 16, gpus_per_node: 8, max_nodes: 2}\n  - {id: small, gpus: 1, time_limit: 5}\n",
         );
-        let r = i.reservation.expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         assert_eq!(r.job_id, "big");
         assert_eq!(r.start, 20.0);
         assert_eq!(r.nodes, vec![1, 3]);
@@ -373,7 +412,7 @@ mod tests {
             [Some(50.0), Some(10.0), Some(30.0), Some(20.0)],
             "  - {id: big, gpus: 16, gpus_per_node: 8, within: rack}\n",
         );
-        let r = i.reservation.expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         // Rack r0 (n0, n1) is whole at 50 s, rack r1 (n2, n3) at 30 s.
         assert_eq!((r.start, r.nodes.clone()), (30.0, vec![2, 3]));
     }
@@ -385,7 +424,7 @@ mod tests {
             [Some(0.0), Some(50.0), Some(0.0), Some(0.0)],
             "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
         );
-        let r = i.reservation.expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         assert_eq!((r.start, r.nodes), (0.0, vec![2, 3]));
     }
 
@@ -395,13 +434,13 @@ mod tests {
             [None, Some(10.0), None, None],
             "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
         );
-        assert_eq!(i.reservation, None, "only one node ever frees");
+        assert_eq!(i.reservations, vec![], "only one node ever frees");
         let i = cluster(
             [None, Some(10.0), None, Some(40.0)],
             "  - {id: big, gpus: 16, gpus_per_node: 8}\n",
         );
         assert_eq!(
-            i.reservation.map(|r| (r.start, r.nodes)),
+            i.reservations.first().cloned().map(|r| (r.start, r.nodes)),
             Some((40.0, vec![1, 3]))
         );
     }
@@ -412,7 +451,7 @@ mod tests {
             [Some(0.0), Some(10.0), Some(30.0), Some(20.0)],
             "  - {id: fits, gpus: 8, priority: 5}\n  - {id: young, gpus: 24, gpus_per_node: 8, wait: 10}\n  - {id: old, gpus: 24, gpus_per_node: 8, wait: 99}\n",
         );
-        let r = i.reservation.clone().expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         assert_eq!(
             r.job_id, "old",
             "a one-node job that fits now is not reserved; the older gang is"
@@ -432,7 +471,7 @@ mod tests {
             [Some(0.0), Some(10.0), Some(30.0), Some(20.0)],
             "  - {id: gang, gpus: 16, gpus_per_node: 8, wait: 5, time_limit: 60}\n  - {id: whole, gpus: 8, wait: 9, time_limit: 60}\n",
         );
-        let r = i.reservation.clone().expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         assert_eq!(r.job_id, "gang");
         assert_eq!((r.start, r.nodes.clone()), (20.0, vec![1, 3]));
         assert!(i.may_use_node(&i.pending[1], 0), "n0 is not reserved");
@@ -447,7 +486,7 @@ mod tests {
             [Some(0.0), Some(0.0), Some(0.0), Some(50.0)],
             "  - {id: gang, gpus: 16, gpus_per_node: 8, wait: 5, time_limit: 60}\n  - {id: whole, gpus: 8, wait: 9, time_limit: 60}\n",
         );
-        let r = i.reservation.clone().expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         assert_eq!(r.job_id, "gang");
         assert_eq!((r.start, r.nodes.clone()), (0.0, vec![0, 1]));
         assert!(
@@ -461,7 +500,7 @@ mod tests {
         let i = inst(
             "nodes: [{name: a, gpus: 8}]\nrunning: [{id: r, gpus: {a: [0,1,2,3,4,5,6,7]}}]\npending: [{id: p, gpus: 8}]\n",
         );
-        assert_eq!(i.reservation, None);
+        assert_eq!(i.reservations, vec![]);
     }
 
     #[test]
@@ -470,11 +509,123 @@ mod tests {
             [Some(0.0), Some(0.0), Some(30.0), Some(60.0)],
             "  - {id: big, gpus: 32, gpus_per_node: 8}\n  - {id: short, gpus: 1, time_limit: 60}\n  - {id: long, gpus: 1, time_limit: 61}\n  - {id: open, gpus: 1}\n",
         );
-        let r = i.reservation.clone().expect("a reservation");
+        let r = i.reservations.first().cloned().expect("a reservation");
         assert_eq!((r.start, r.nodes.len()), (60.0, 4));
         let may = |j: usize| (0..4).all(|n| i.may_use_node(&i.pending[j], n));
         assert!(may(0) && may(1));
         assert!(!may(2), "a 61 s job runs past the start at 60 s");
         assert!(!may(3), "a job without a time limit may never end");
+    }
+
+    /// Two 2 x 8 gangs, the older first, on nodes ending at 10, 20, 30 and 40 s, and a 1-GPU
+    /// job with a 35 s limit.
+    const TWO_GANGS: &str = "  - {id: old, gpus: 16, gpus_per_node: 8, wait: 9}\n  - {id: young, gpus: 16, gpus_per_node: 8, wait: 5}\n  - {id: short, gpus: 1, time_limit: 35}\n  - {id: long, gpus: 1, time_limit: 45}\n";
+    const ENDS: [Option<f64>; 4] = [Some(10.0), Some(20.0), Some(30.0), Some(40.0)];
+
+    /// (job, start, nodes) of each reservation.
+    fn summary(i: &Instance) -> Vec<(String, f64, Vec<NodeIx>)> {
+        i.reservations
+            .iter()
+            .map(|r| (r.job_id.clone(), r.start, r.nodes.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_second_blocked_gang_is_reserved_around_the_first() {
+        let i = cluster_with(ENDS, TWO_GANGS, "{reservations: 2}");
+        // `old` gets rack r0, whole at 20 s; without it `young` would too, but n0 and n1 are
+        // taken, and rack r1 (n2, n3) is whole at 40 s.
+        assert_eq!(
+            summary(&i),
+            vec![
+                ("old".to_string(), 20.0, vec![0, 1]),
+                ("young".to_string(), 40.0, vec![2, 3]),
+            ]
+        );
+        let (short, long) = (&i.pending[2], &i.pending[3]);
+        assert!(
+            !i.may_use_node(short, 0),
+            "35 s runs past old's start at 20 s"
+        );
+        assert!(
+            i.may_use_node(short, 2),
+            "35 s ends by young's start at 40 s"
+        );
+        assert!(
+            !i.may_use_node(long, 2),
+            "45 s runs past young's start at 40 s"
+        );
+        assert!(i.may_use_node(&i.pending[1], 3) && !i.may_use_node(&i.pending[1], 0));
+        assert_ne!(
+            i.reserved_nodes_open_to(short),
+            i.reserved_nodes_open_to(long),
+            "the two fit differently"
+        );
+    }
+
+    #[test]
+    fn one_reservation_is_the_first_of_several_and_zero_is_none() {
+        let one = cluster_with(ENDS, TWO_GANGS, "{reservations: 1}");
+        assert_eq!(summary(&one), vec![("old".to_string(), 20.0, vec![0, 1])]);
+        assert_eq!(
+            one.reservations,
+            cluster(ENDS, TWO_GANGS).reservations,
+            "the default"
+        );
+        assert!(one.may_use_node(&one.pending[3], 2), "n2 is not reserved");
+        let none = cluster_with(ENDS, TWO_GANGS, "{reservations: 0}");
+        assert_eq!(none.reservations, vec![]);
+        assert!((0..4).all(|n| none.may_use_node(&none.pending[3], n)));
+    }
+
+    #[test]
+    fn a_first_gang_that_never_fits_is_passed_over_only_with_several() {
+        // `huge` needs three whole nodes; only n1 and n3 ever free.
+        let pending = "  - {id: huge, gpus: 24, gpus_per_node: 8, wait: 9}\n  - {id: next, gpus: 16, gpus_per_node: 8, wait: 5}\n";
+        let ends = [None, Some(10.0), None, Some(40.0)];
+        assert_eq!(cluster(ends, pending).reservations, vec![], "as with one");
+        let two = cluster_with(ends, pending, "{reservations: 2}");
+        assert_eq!(summary(&two), vec![("next".to_string(), 40.0, vec![1, 3])]);
+    }
+
+    #[test]
+    fn the_first_of_several_reservations_is_the_one_a_single_reservation_makes() {
+        let pendings = [
+            TWO_GANGS,
+            "  - {id: fits, gpus: 8, priority: 5}\n  - {id: young, gpus: 24, gpus_per_node: 8, wait: 10}\n  - {id: old, gpus: 24, gpus_per_node: 8, wait: 99}\n",
+            "  - {id: gang, gpus: 16, gpus_per_node: 8, wait: 5, time_limit: 60}\n  - {id: whole, gpus: 8, wait: 9, time_limit: 60}\n  - {id: six, gpus: 6, time_limit: 9}\n",
+            "  - {id: a, gpus: 12, wait: 3}\n  - {id: b, gpus: 8, wait: 2}\n  - {id: c, gpus: 16, gpus_per_node: 8, within: rack, wait: 1}\n",
+        ];
+        let ends = [
+            ENDS,
+            [Some(0.0), Some(10.0), Some(30.0), Some(20.0)],
+            [Some(0.0), Some(0.0), Some(0.0), Some(50.0)],
+            [None, Some(10.0), None, Some(40.0)],
+            [Some(5.0), None, Some(0.0), Some(15.0)],
+        ];
+        let mut several_made = 0;
+        for p in pendings {
+            for e in ends {
+                let mut i = cluster(e, p);
+                let one = plan(&i);
+                assert!(one.len() <= 1);
+                for most in [2, 3, 64] {
+                    i.policy.reservations = most;
+                    let many = plan(&i);
+                    assert!(many.len() <= most as usize);
+                    if let Some(first) = one.first() {
+                        assert_eq!(many.first(), Some(first), "{e:?} {p}");
+                    }
+                    several_made += usize::from(many.len() > 1);
+                    let mut nodes: Vec<NodeIx> =
+                        many.iter().flat_map(|r| r.nodes.clone()).collect();
+                    let all = nodes.len();
+                    nodes.sort_unstable();
+                    nodes.dedup();
+                    assert_eq!(nodes.len(), all, "no node in two reservations: {e:?} {p}");
+                }
+            }
+        }
+        assert!(several_made > 0);
     }
 }

@@ -14,8 +14,9 @@
 //! ```
 //!
 //! A job has variables only on the nodes it may use ([`Ctx::may_place`]): a type it accepts,
-//! and, when the round holds a reservation, not on a reserved node unless it is the reserved
-//! job or its time limit ends it by the reservation's start ([`crate::instance::reservation`]).
+//! and, when the round holds reservations, not on a reserved node unless it is that node's
+//! reserved job or its time limit ends it by the reservation's start
+//! ([`crate::instance::reservation`]).
 //!
 //! The objective (maximised) is the function in [`crate::objective`]: value of started jobs
 //! ([`value`]) minus spread ([`topology`]), preemption ([`preemption`]), fairness
@@ -204,7 +205,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether job `job` may have cells on node n: a GPU type it accepts, and the round's
-    /// reservation admits it there ([`Instance::may_use_node`]); a job has no variables on
+    /// reservations admit it there ([`Instance::may_use_node`]); a job has no variables on
     /// the nodes it may not use.
     pub fn may_place(&self, job: &crate::instance::PendingJob, n: NodeIx) -> bool {
         job.accepts_type(&self.inst.nodes[n].gpu_type) && self.inst.may_use_node(job, n)

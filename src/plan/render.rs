@@ -5,7 +5,7 @@ use super::output::{gpus_phrase, job_name};
 use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
 use super::types::*;
 use crate::assignment::Assignment;
-use crate::instance::{Instance, Locality, NodeIx};
+use crate::instance::{Instance, Locality, NodeIx, Reservation};
 use crate::state::ClusterState;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -39,9 +39,14 @@ pub fn render_plan_until(
         .filter(|j| !a.placed.contains_key(j))
         .collect();
     let reasons = reasons_by_shape(inst, &after, &waiting, reasons_until);
-    let reservation = plan_reservation(inst, a);
-    let pending = pending_entries(inst, waiting, &reasons, reservation.as_ref());
+    let shown = waiting_reservations(inst, a);
+    let pending = pending_entries(inst, waiting, &reasons, &shown);
     note_unexplained(&mut solver, &pending);
+    let mut reservations: Vec<PlanReservation> = shown.into_iter().map(|(_, p)| p).collect();
+    let reservation = reservations.first().cloned();
+    if reservations.len() < 2 {
+        reservations.clear();
+    }
     Plan {
         format: PLAN_FORMAT.to_string(),
         status,
@@ -51,6 +56,7 @@ pub fn render_plan_until(
         preemptions,
         pending,
         reservation,
+        reservations,
     }
 }
 
@@ -185,36 +191,44 @@ fn reasons_by_shape(
         .collect()
 }
 
-/// The round's reservation, by names, unless its job is placed.
-fn plan_reservation(inst: &Instance, a: &Assignment) -> Option<PlanReservation> {
-    inst.reservation
-        .as_ref()
+/// A reservation of the round with its form in the plan (by names).
+type Shown<'i> = (&'i Reservation, PlanReservation);
+
+/// The round's reservations whose job is not placed, in the round's order, each with its form
+/// in the plan.
+fn waiting_reservations<'i>(inst: &'i Instance, a: &Assignment) -> Vec<Shown<'i>> {
+    inst.reservations
+        .iter()
         .filter(|r| !a.placed.contains_key(&r.job))
-        .map(|r| PlanReservation {
-            job: r.job_id.clone(),
-            starts_in: r.start,
-            nodes: r
-                .nodes
-                .iter()
-                .map(|&n| inst.nodes[n].name.clone())
-                .collect(),
+        .map(|r| {
+            let shown = PlanReservation {
+                job: r.job_id.clone(),
+                starts_in: r.start,
+                nodes: r
+                    .nodes
+                    .iter()
+                    .map(|&n| inst.nodes[n].name.clone())
+                    .collect(),
+            };
+            (r, shown)
         })
+        .collect()
 }
 
-/// The waiting jobs, in pending order, each with its shape's reason and what the reservation
-/// means for it.
+/// The waiting jobs, in pending order, each with its shape's reason and what the round's
+/// reservations (those `shown`) mean for it.
 fn pending_entries(
     inst: &Instance,
     waiting: Vec<usize>,
     reasons: &BTreeMap<Shape, Reason>,
-    reservation: Option<&PlanReservation>,
+    shown: &[Shown],
 ) -> Vec<PendingEntry> {
     waiting
         .into_iter()
         .map(|j| {
             let r = &reasons[&shape(inst, j)];
             let mut reason = r.text.clone();
-            if let Some(said) = reservation_note(inst, reservation, j) {
+            if let Some(said) = reservation_note(inst, shown, j) {
                 reason = format!("{reason}; {said}");
             }
             PendingEntry {
@@ -268,18 +282,15 @@ fn metrics(
     }
 }
 
-/// What the round's reservation means for waiting job j: what it promises the reserved job,
-/// and what it keeps from a job whose time limit runs past its start.
-fn reservation_note(inst: &Instance, shown: Option<&PlanReservation>, j: usize) -> Option<String> {
-    let held = shown?;
+/// What the round's reservations (those `shown`) mean for waiting job j: what one promises
+/// its reserved job, or what the first that keeps nodes from j does (its time limit runs past
+/// that reservation's start).
+fn reservation_note(inst: &Instance, shown: &[Shown], j: usize) -> Option<String> {
     let job = &inst.pending[j];
-    if held.job == job.id {
+    if let Some((_, held)) = shown.iter().find(|(_, held)| held.job == job.id) {
         return Some(reserved_phrase(held));
     }
-    let r = inst.reservation.as_ref()?;
-    if r.ends_in_time(job) {
-        return None;
-    }
+    let (_, held) = shown.iter().find(|(r, _)| !r.ends_in_time(job))?;
     let limit = job.time_limit.map_or("no time limit".to_string(), |t| {
         format!("a time limit of {t} s")
     });

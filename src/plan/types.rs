@@ -96,8 +96,8 @@ pub struct PendingEntry {
     pub kind: Option<String>,
 }
 
-/// Nodes held for a waiting gang (optional addition): the round's reservation, shown while
-/// its job waits.
+/// Nodes held for a waiting gang (optional addition): one of the round's reservations, shown
+/// while its job waits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanReservation {
@@ -151,7 +151,12 @@ pub struct Plan {
     pub pending: Vec<PendingEntry>,
     /// Metrics.
     pub metrics: Metrics,
-    /// The round's reservation while its job waits (optional addition).
+    /// The round's first reservation whose job waits (optional addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<PlanReservation>,
+    /// Every reservation of the round whose job waits, in the round's order (optional
+    /// addition); empty (and not written) when it would hold at most the one in
+    /// `reservation`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<PlanReservation>,
 }

@@ -7,8 +7,8 @@
 //! running job holds it, sharers total at most 1000 milli and a shared GPU is never given
 //! whole; (4) gpu_type, within, max_nodes, gpus_per_node; (5) only preemptible jobs are
 //! preempted, and only for strictly higher-priority work placed on their GPUs; (6) quotas;
-//! (7) CPU and memory; (9) a node the round reserves for a blocked gang takes that gang and
-//! jobs whose time limit ends them by the reservation's start only. Rule 8 (determinism) is a
+//! (7) CPU and memory; (9) a node one of the round's reservations holds for a blocked gang
+//! takes that gang and jobs whose time limit ends them by the reservation's start only. Rule 8 (determinism) is a
 //! property of planners, checked by the tests.
 
 use super::types::{Placement, Plan, PLAN_FORMAT};
@@ -350,7 +350,7 @@ fn check_gang(job: &PendingJob, p: &Placement, out: &mut Vec<String>) {
 }
 
 /// The rules about one node of a placement as a whole: its GPU type (rule 4), the round's
-/// reservation (rule 9) and `gpus_per_node` (rule 4).
+/// reservations (rule 9) and `gpus_per_node` (rule 4).
 fn check_node_part(
     inst: &Instance,
     job: &PendingJob,
@@ -368,7 +368,7 @@ fn check_node_part(
             node.gpu_type
         ));
     }
-    if let Some(r) = inst.reservation.as_ref().filter(|r| !r.admits(job, n)) {
+    for r in inst.reservations.iter().filter(|r| !r.admits(job, n)) {
         out.push(format!(
             "rule 9: job {id:?} is on node {name}, reserved for job {:?} from {} s on, \
              but its time limit ({}) does not end it by then",

@@ -6,7 +6,7 @@
 //! **What is offered**, per node in scope: the GPUs that no running job, no job the round
 //! starts and no job released or admitted earlier that has not started yet holds, with the
 //! CPUs and memory left likewise. Left out: nodes that are down, drained or draining; nodes of
-//! the round's reservation for a blocked gang; and every node where a job the round left
+//! the round's reservations for blocked gangs; and every node where a job the round left
 //! waiting would fit its GPUs per node (that room is the waiting job's: a newcomer ranks below
 //! it). A node with no GPU left is not listed.
 //!
@@ -179,8 +179,8 @@ fn gpus_left(round: &SlurmRound, plan: &Plan) -> BTreeMap<String, u32> {
     left
 }
 
-/// Nodes whose room is not offered: the round's reservation, and those where a job the round
-/// left waiting fits its GPUs per node into the GPUs left.
+/// Nodes whose room is not offered: those of the round's reservations, and those where a job
+/// the round left waiting fits its GPUs per node into the GPUs left.
 fn withheld_nodes<'p>(
     round: &SlurmRound,
     plan: &'p Plan,
@@ -194,7 +194,11 @@ fn withheld_nodes<'p>(
         .filter(|p| waiting.contains(p.id.as_str()))
         .map(|p| p.gpus_per_node.unwrap_or(p.gpus))
         .min();
-    let reserved = plan.reservation.iter().flat_map(|r| &r.nodes);
+    let reserved = plan
+        .reservation
+        .iter()
+        .chain(&plan.reservations)
+        .flat_map(|r| &r.nodes);
     let fitting = gpus
         .iter()
         .filter(move |(_, &g)| smallest_need.is_some_and(|need| need <= g as u64))

@@ -7,18 +7,20 @@
 //! nodes as it is pinned to and every other node is excluded, Slurm starts it on exactly those
 //! nodes, as soon as their GPUs are free. Slurm picks the GPU indices inside each node.
 //!
-//! **Pre-release.** The round's reservation gang (the first held gang that cannot start now,
-//! with the nodes whose GPUs free soonest) is pinned and released the same way in the same
-//! round, ahead of time ([`pre_release_action`]): Slurm starts it the moment its nodes free,
-//! without waiting for a round to see them free. Its start carries `expected_in`, the seconds
-//! until then, and the job is not held again before `--start-timeout` seconds after that
-//! ([`Released::overdue`]). It waits for a later round when a reserved node is pinned to
-//! another job released and not started yet, the round's own starts included.
+//! **Pre-release.** The gang of the round's first reservation (the plan's `reservation`: the
+//! first held gang that cannot start now, with the nodes whose GPUs free soonest) is pinned
+//! and released the same way in the same round, ahead of time ([`pre_release_action`]): Slurm
+//! starts it the moment its nodes free, without waiting for a round to see them free. Its
+//! start carries `expected_in`, the seconds until then, and the job is not held again before
+//! `--start-timeout` seconds after that ([`Released::overdue`]). It waits for a later round
+//! when a reserved node is pinned to another job released and not started yet, the round's
+//! own starts included. The gangs of further reservations (`--reservations` above 1) stay
+//! held until a round starts them.
 //!
 //! Every later round plans such a gang again ([`HeldJob::released_to`]): its start now on
 //! its pinned nodes, or its reservation there again, needs no action; a start or reservation
 //! on other nodes moves the pin (`scontrol update` alone: it is released already); a round
-//! that neither starts nor reserves it holds it again. Node ends come earlier than time
+//! that neither starts it nor makes it its first reservation holds it again. Node ends come earlier than time
 //! limits say, so the nodes that free first are often not the ones a reservation guessed.
 //!
 //! [`apply_actions`] carries a round's actions out one by one, journaling each, and stops at
@@ -304,9 +306,9 @@ fn same_nodes(a: &[String], b: &[String]) -> bool {
     set(a) == set(b)
 }
 
-/// The plan's reservation when its gang may be released ahead of time (with the gang as
-/// held); `None` (with the reason logged) when the plan holds no reservation, or
-/// [`pre_release_blocker`] names one.
+/// The plan's first reservation (`reservation`; the others are never released ahead) when its
+/// gang may be released ahead of time (with the gang as held); `None` (with the reason
+/// logged) when the plan holds no reservation, or [`pre_release_blocker`] names one.
 fn reserved_ahead<'r>(
     round: &'r SlurmRound,
     plan: &'r Plan,

@@ -66,9 +66,9 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         node_by_name: node_table.by_name,
         task_dist,
         fair_share: None,
-        reservation: None,
+        reservations: Vec::new(),
     };
-    inst.reservation = crate::instance::reservation::plan(&inst);
+    inst.reservations = crate::instance::reservation::plan(&inst);
     Ok(inst)
 }
 

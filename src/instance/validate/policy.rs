@@ -1,8 +1,8 @@
-//! The `policy` section: time limit, MIP gap, objective weights, preemption and seed, with
-//! the defaults of [`Policy`] for what is left out.
+//! The `policy` section: time limit, MIP gap, objective weights, preemption, seed and
+//! reservations, with the defaults of [`Policy`] for what is left out.
 
 use super::issues::Issues;
-use crate::instance::policy::{check_time_limit, Policy, Weights};
+use crate::instance::policy::{check_reservations, check_time_limit, Policy, Weights};
 use crate::instance::raw::RawPolicy;
 
 /// The policy, defaults filled in (a bad value keeps its default, with an issue).
@@ -33,6 +33,12 @@ pub fn check(is: &mut Issues, raw: Option<&RawPolicy>) -> Policy {
             for i in e {
                 is.push(i.path, i.message);
             }
+        }
+    }
+    if let Some(n) = rp.reservations {
+        match check_reservations(n) {
+            Ok(n) => policy.reservations = n,
+            Err(e) => is.push("policy.reservations", e.to_string()),
         }
     }
     policy.preemption = rp.preemption.unwrap_or(true);

@@ -28,7 +28,7 @@
 //! Value, spread, preemption and packing are sums over jobs and nodes, so the cut's objective
 //! is the round's objective less a constant (a gang fixed across the boundary is a constant
 //! of both). Fragmentation, where the round carries a task distribution, is per node too. The
-//! round's reservation holds in the cut on the cut's nodes.
+//! round's reservations hold in the cut on the cut's nodes.
 
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx, RunningJob};
@@ -144,10 +144,14 @@ pub fn cut(
             .collect(),
         task_dist: inst.task_dist.clone(),
         fair_share: None,
-        reservation: inst.reservation.as_ref().map(|r| {
-            let job = pending.iter().position(|&j| j == r.job);
-            r.on_nodes(nodes, job.unwrap_or(pending.len()))
-        }),
+        reservations: inst
+            .reservations
+            .iter()
+            .map(|r| {
+                let job = pending.iter().position(|&j| j == r.job);
+                r.on_nodes(nodes, job.unwrap_or(pending.len()))
+            })
+            .collect(),
     };
     let mut out = Cut {
         inst: sub,
