@@ -406,12 +406,12 @@ impl<'a> RoundState<'a> {
         g.min(u32::MAX as u64) as u32
     }
 
-    /// Whole GPUs of node n the job may take with the CPU and memory the node has left: the
-    /// GPUs free to it ([`RoundState::avail_count`]) capped by [`RoundState::gpus_fitting`].
-    pub fn whole_gpus_fitting(&self, n: NodeIx, job: &PendingJob) -> u32 {
+    /// Whole GPUs of node n free to the job ([`RoundState::avail_count`]), and how many of
+    /// them it may take with the CPU and memory the node has left ([`RoundState::gpus_fitting`]).
+    pub fn whole_gpus_for(&self, n: NodeIx, job: &PendingJob) -> (u32, u32) {
         match self.avail_count(n, job.priority) {
-            0 => 0,
-            free => self.gpus_fitting(n, job).min(free),
+            0 => (0, 0),
+            free => (free, self.gpus_fitting(n, job).min(free)),
         }
     }
 

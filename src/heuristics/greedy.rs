@@ -424,27 +424,23 @@ fn place_by_preemption(
     if candidates.is_empty() {
         return PlaceOutcome::NoRoom;
     }
-    let free: u32 = (0..inst.nodes.len())
+    // One pass over the cluster: whole GPUs free to the job, and those its CPU and memory allow.
+    let room = (0..inst.nodes.len())
         .filter(|&n| mask[topo.node_type[n]])
-        .map(|n| state.avail_count(n, job.priority))
-        .sum();
-    let least = least_victim_cost(
-        inst,
-        topo,
-        &mask,
-        job.gpus.saturating_sub(free),
-        &candidates,
-    );
-    if least.is_none_or(|c| !job.is_sharer() && job_value(inst, job) <= c * (1.0 + margin)) {
+        .map(|n| state.whole_gpus_for(n, job))
+        .fold((0, 0), |(free, fit), (f, c)| (free + f, fit + c));
+    let value = job_value(inst, job);
+    let pays = |cost: f64| value > cost * (1.0 + margin);
+    let need = job.gpus.saturating_sub(room.0);
+    let least = least_victim_cost(inst, topo, &mask, need, &candidates);
+    if least.is_none_or(|c| !job.is_sharer() && !pays(c)) {
         return PlaceOutcome::NoRoom;
     }
     let mut trial = state.transaction();
-    let Some((set, chosen)) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates, free)
+    let Some((set, chosen)) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates, room)
     else {
         return PlaceOutcome::NoRoom;
     };
-    let value = job_value(inst, job);
-    let pays = |cost: f64| value > cost * (1.0 + margin);
     let Some((set, chosen)) = drop_unneeded_victims(&mut trial, topo, j, set, chosen, pays) else {
         return PlaceOutcome::NoRoom;
     };
@@ -529,27 +525,27 @@ fn victim_candidates(
 }
 
 /// Preempt `candidates` in order until job j fits; its placement and the victims preempted,
-/// or `None` when even all of them leave it without room (or GPUs enough). `free`: the whole
-/// GPUs free to the job before any victim goes.
+/// or `None` when even all of them leave it without room (or GPUs enough). `room`: the whole
+/// GPUs free to the job before any victim goes, and those of them the CPU and memory left on
+/// their nodes allow ([`RoundState::whole_gpus_for`], summed over the nodes it accepts).
 ///
-/// The placement is searched for only once the whole GPUs the job could take with the CPU and
-/// memory left on their nodes ([`RoundState::whole_gpus_fitting`]) reach its gang, a count
-/// kept up to date node by node as victims go: on rounds where CPU or memory bind, most
-/// trials end without a search of the cluster.
+/// The placement is searched for only once the second count reaches the gang, kept up to date
+/// node by node as victims go: on rounds where CPU or memory bind, most trials end without a
+/// search of the cluster.
 fn preempt_until_fits(
     trial: &mut Transaction,
     topo: &Topology,
     j: usize,
     mask: &[bool],
     candidates: &[usize],
-    free: u32,
+    room: (u32, u32),
 ) -> Option<(GpuSet, Vec<usize>)> {
     let inst = trial.inst;
     let job = &inst.pending[j];
     let victim_gpus = |k: usize| whole_gpus_held(inst, topo, mask, k);
     let accepted = |n: &NodeIx| mask[topo.node_type[*n]];
     // GPUs the job may take, with the victims so far gone.
-    let mut reachable = free;
+    let mut reachable = room.0;
     if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
         return None;
     }
@@ -559,15 +555,10 @@ fn preempt_until_fits(
         nodes
             .iter()
             .filter(|n| accepted(n))
-            .map(|&n| t.whole_gpus_fitting(n, job))
+            .map(|&n| t.whole_gpus_for(n, job).1)
             .sum()
     };
-    let all: Vec<NodeIx> = (0..inst.nodes.len()).collect();
-    let mut fitting = if counts_bind {
-        fitting_on(trial, &all)
-    } else {
-        u32::MAX
-    };
+    let mut fitting = if counts_bind { room.1 } else { u32::MAX };
     let mut chosen = Vec::new();
     // A gang over several nodes is searched for after 1, 2, 4, ... victims (each search scans
     // the cluster); the unneeded victims are dropped afterwards.

@@ -8,8 +8,8 @@
 //! whole; (4) gpu_type, within, max_nodes, gpus_per_node; (5) only preemptible jobs are
 //! preempted, and only for strictly higher-priority work placed on their GPUs; (6) quotas;
 //! (7) CPU and memory; (9) a node one of the round's reservations holds for a blocked gang
-//! takes that gang and jobs whose time limit ends them by the reservation's start only. Rule 8 (determinism) is a
-//! property of planners, checked by the tests.
+//! takes that gang and jobs whose time limit ends them by the reservation's start only. Rule
+//! 8 (determinism) is a property of planners, checked by the tests.
 
 use super::types::{Placement, Plan, PLAN_FORMAT};
 use crate::error::{Error, Result};

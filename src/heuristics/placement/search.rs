@@ -101,9 +101,8 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         let mut fitting = 0u32;
         let mut offer = vec![Offer::default(); inst.nodes.len()];
         for n in state.nodes_with_whole_gpus(mask) {
-            let a = state.avail_count(n, job.priority);
+            let (a, fit) = state.whole_gpus_for(n, job);
             if a > 0 {
-                let fit = resource_cap(state, job, n, a);
                 offer[n] = Offer { n, free: a, fit };
                 fitting = fitting.saturating_add(fit);
                 let w = job.gpus_per_node.map_or(fit, |k| fit.min(k));
@@ -264,7 +263,7 @@ fn pack(
 }
 
 /// What one node offers a gang: its GPUs free to the job, and how many of them its CPU and
-/// memory leave room for ([`resource_cap`]).
+/// memory leave room for ([`RoundState::whole_gpus_for`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Offer {
     n: NodeIx,
@@ -320,9 +319,4 @@ fn pack_fewest(job: &PendingJob, mut offers: Vec<Offer>) -> Option<Counts> {
         left -= take;
     }
     Some(counts)
-}
-
-/// The most of `job`'s GPUs, at most `most`, node n has CPU and memory for.
-fn resource_cap(state: &RoundState, job: &PendingJob, n: NodeIx, most: u32) -> u32 {
-    state.gpus_fitting(n, job).min(most)
 }
