@@ -82,6 +82,8 @@ pub mod drf;
 pub mod fgd;
 pub mod fifo;
 pub mod las;
+pub mod move_score;
 pub mod placement;
 pub mod random;
 pub mod relocate;
+pub mod trade;

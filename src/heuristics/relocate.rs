@@ -20,12 +20,11 @@
 //! released at the close ([`super::greedy::keep_needed_victims`]).
 
 use super::greedy::keep_needed_victims;
+use super::move_score::{state_with, MoveScore};
 use super::placement::find_placement;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx};
-use crate::objective::{
-    fair_shares, fairness_penalty, job_spread, job_value, node_packing, value_per_gpu,
-};
+use crate::objective::{job_spread, value_per_gpu};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -47,20 +46,11 @@ pub fn relocate(
     until: Instant,
 ) -> Assignment {
     let before = ClusterState::new(inst);
-    let mut state = RoundState::new(inst, &before);
-    for &k in &plan.preempted {
-        state.preempt(k);
-    }
-    for (&j, gpus) in &plan.placed {
-        state.commit(j, gpus.clone());
-    }
+    let mut state = state_with(inst, &before, plan);
     let search = Search {
         inst,
         topo,
-        fair: fair_shares(inst),
-        busy_before: (0..inst.nodes.len())
-            .map(|n| before.node_busy_count(n))
-            .collect(),
+        score: MoveScore::new(inst, topo, &before),
         widest: (0..topo.type_names.len())
             .map(|t| {
                 inst.nodes
@@ -72,7 +62,6 @@ pub fn relocate(
                     .unwrap_or(0)
             })
             .collect(),
-        value: inst.pending.iter().map(|j| job_value(inst, j)).collect(),
         per_gpu: inst
             .pending
             .iter()
@@ -111,13 +100,11 @@ pub fn relocate(
 struct Search<'s> {
     inst: &'s Instance,
     topo: &'s Topology,
-    fair: Vec<f64>,
-    /// GPUs busy on each node before the round (for the packing penalty).
-    busy_before: Vec<u32>,
+    /// The part of the objective a move changes (and each pending job's value).
+    score: MoveScore<'s>,
     /// Most GPUs of one node, per GPU type.
     widest: Vec<u32>,
-    /// Per pending job: its value, its value per GPU, and the GPU types it accepts.
-    value: Vec<f64>,
+    /// Per pending job: its value per GPU, and the GPU types it accepts.
     per_gpu: Vec<f64>,
     accepts: Vec<Vec<bool>>,
 }
@@ -177,7 +164,7 @@ impl Search<'_> {
                 }
                 freed += g;
                 if !fits_back {
-                    lost += self.value[x];
+                    lost += self.score.value[x];
                 }
             }
             let key = (lost, need, n);
@@ -252,7 +239,7 @@ impl Search<'_> {
                 touched.extend(gpus.keys().copied());
             }
         }
-        let score_before = self.score(state, &touched, &out);
+        let score_before = self.score.score(state, &touched, &out);
         let mut mv = state.transaction();
         for &x in &out {
             mv.release(x);
@@ -277,7 +264,7 @@ impl Search<'_> {
                 mv.commit(x, gpus);
             }
         }
-        let score_after = self.score(&mv, &touched, &out);
+        let score_after = self.score.score(&mv, &touched, &out);
         let better = score_after > score_before + TOLERANCE;
         if better {
             mv.keep();
@@ -304,27 +291,5 @@ impl Search<'_> {
             out.push(x);
         }
         out
-    }
-
-    /// The part of the objective a move of `jobs` over `nodes` can change: their value and
-    /// spread, the fairness term, and the packing penalty of those nodes.
-    fn score(&self, state: &RoundState, nodes: &BTreeSet<NodeIx>, jobs: &[usize]) -> f64 {
-        let inst = self.inst;
-        let w = &inst.policy.weights;
-        let mut s = -fairness_penalty(w, &self.fair, &state.held);
-        for &x in jobs {
-            if let Some(gpus) = state.assignment.placed.get(&x) {
-                s += self.value[x] - job_spread(inst, self.topo, &inst.pending[x], gpus);
-            }
-        }
-        for &n in nodes {
-            s -= node_packing(
-                w,
-                inst.nodes[n].usable(),
-                self.busy_before[n],
-                state.busy[n],
-            );
-        }
-        s
     }
 }

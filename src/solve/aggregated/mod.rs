@@ -18,7 +18,9 @@ use super::{
     Answered, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend, Solver, SolverPlan,
 };
 use crate::assignment::Assignment;
+use crate::heuristics::trade::trade;
 use crate::instance::Instance;
+use crate::objective::evaluate;
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use answers::{ModelAnswer, Stage};
@@ -108,6 +110,7 @@ pub fn finish(
     } else {
         best.plan
     };
+    let start = traded(inst, topo, budget, start);
     let improved = super::neighbourhood::improve(inst, topo, backend, budget, start);
     let (objective, assignment) = (improved.objective, improved.plan);
     if objective <= greedy.objective + TOLERANCE {
@@ -124,6 +127,30 @@ pub fn finish(
         note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
         incumbent: Some(best.incumbent),
     })
+}
+
+/// `plan` after trades on its nodes whose free GPUs lack CPU or memory ([`trade`]), when they
+/// raise its objective.
+fn traded(
+    inst: &Instance,
+    topo: &Topology,
+    budget: &Budget,
+    (objective, plan): (f64, Assignment),
+) -> (f64, Assignment) {
+    let started = Instant::now();
+    let (after, kept) = trade(inst, topo, &plan, budget.work_until());
+    let after_objective = evaluate(inst, topo, &after).total();
+    tracing::debug!(
+        seconds = started.elapsed().as_secs_f64(),
+        kept,
+        objective = after_objective,
+        "trades done"
+    );
+    if after_objective > objective + TOLERANCE {
+        (after_objective, after)
+    } else {
+        (objective, plan)
+    }
 }
 
 /// One answer's choice placed by the second stage.

@@ -1,0 +1,92 @@
+//! What a local move on a finished plan changes of the objective, counted on what the move
+//! touched: the value and spread of the jobs it moved, started or left waiting, the fairness
+//! term (tenants' GPUs held), and the packing penalty of the nodes whose occupancy it changed:
+//!
+//! ```text
+//! score(jobs, nodes) = sum_{j in jobs, placed} (value(j) - spread(j)) - fairness(held)
+//!                      - sum_{n in nodes} packing(n)
+//! delta(move)        = score after - score before, over the same jobs and nodes
+//! ```
+//!
+//! Every other term of the objective is the same before and after such a move, so the delta
+//! is the change of [`crate::objective::evaluate`]'s total. Used by [`super::relocate`] and
+//! [`super::trade`].
+
+use crate::assignment::Assignment;
+use crate::instance::{Instance, NodeIx};
+use crate::objective::{fair_shares, fairness_penalty, job_spread, job_value, node_packing};
+use crate::round_state::RoundState;
+use crate::state::ClusterState;
+use crate::topology::Topology;
+
+/// Scores the part of the objective a local move can change.
+pub struct MoveScore<'s> {
+    inst: &'s Instance,
+    topo: &'s Topology,
+    fair: Vec<f64>,
+    /// GPUs busy on each node before the round (for the packing penalty).
+    busy_before: Vec<u32>,
+    /// Value of each pending job.
+    pub value: Vec<f64>,
+}
+
+impl<'s> MoveScore<'s> {
+    /// The scorer of the round whose occupancy before it is `before`.
+    pub fn new(inst: &'s Instance, topo: &'s Topology, before: &ClusterState) -> Self {
+        MoveScore {
+            inst,
+            topo,
+            fair: fair_shares(inst),
+            busy_before: (0..inst.nodes.len())
+                .map(|n| before.node_busy_count(n))
+                .collect(),
+            value: inst.pending.iter().map(|j| job_value(inst, j)).collect(),
+        }
+    }
+
+    /// The score of `jobs` and `nodes` in `state` (see the module's formula).
+    pub fn score<'n>(
+        &self,
+        state: &RoundState,
+        nodes: impl IntoIterator<Item = &'n NodeIx>,
+        jobs: &[usize],
+    ) -> f64 {
+        let inst = self.inst;
+        let mut s = -fairness_penalty(&inst.policy.weights, &self.fair, &state.held);
+        for &x in jobs {
+            if let Some(gpus) = state.assignment.placed.get(&x) {
+                s += self.value[x] - job_spread(inst, self.topo, &inst.pending[x], gpus);
+            }
+        }
+        for &n in nodes {
+            s -= self.packing(state, n);
+        }
+        s
+    }
+
+    /// Node n's packing penalty in `state`.
+    pub fn packing(&self, state: &RoundState, n: NodeIx) -> f64 {
+        node_packing(
+            &self.inst.policy.weights,
+            self.inst.nodes[n].usable(),
+            self.busy_before[n],
+            state.busy[n],
+        )
+    }
+}
+
+/// The round's state with `plan` applied: its victims preempted and its jobs committed.
+pub fn state_with<'a>(
+    inst: &'a Instance,
+    before: &'a ClusterState,
+    plan: &Assignment,
+) -> RoundState<'a> {
+    let mut state = RoundState::new(inst, before);
+    for &k in &plan.preempted {
+        state.preempt(k);
+    }
+    for (&j, gpus) in &plan.placed {
+        state.commit(j, gpus.clone());
+    }
+    state
+}

@@ -1,0 +1,300 @@
+//! Trades: local moves on a finished plan for the nodes whose free GPUs the CPU and memory
+//! left there strand.
+//!
+//! A planner that places jobs one at a time in value order fills a node's CPU or memory with
+//! the jobs that came first and can leave some of its GPUs free with too little CPU or memory
+//! for any waiting job, while lighter jobs wait. A trade on node n with free whole GPUs:
+//!
+//! 1. fills n from the waiting jobs that fit it whole (nothing released), or
+//! 2. releases one of the plan's jobs x held whole on n, fills n from the waiting jobs, and
+//!    places x again where the greedy puts it (it waits when no room is left),
+//!
+//! filling in one of two orders: by value per GPU, or by value per share of n's room that the
+//! job takes of its scarcest resource (GPUs, CPU or memory), so that light jobs pack what a
+//! heavy one would strand. A trade stays when the objective rises, the change counted exactly
+//! on what it touched ([`super::move_score`]); one that does not is undone exactly (it runs in
+//! a [`crate::round_state::Transaction`]). Each node is traded on until no trade pays. Victims
+//! whose GPUs no job takes in the end are released at the close
+//! ([`super::greedy::keep_needed_victims`]).
+
+use super::greedy::keep_needed_victims;
+use super::move_score::{state_with, MoveScore};
+use super::placement::find_placement;
+use crate::assignment::Assignment;
+use crate::instance::{Instance, NodeIx, PendingJob};
+use crate::objective::value_per_gpu;
+use crate::round_state::{RoundState, Transaction};
+use crate::state::ClusterState;
+use crate::topology::Topology;
+use crate::units::TOLERANCE;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+/// Most trades kept on one node before the next node is looked at (a node of 8 GPUs needs a
+/// few; the cap bounds a pass on nodes of many GPUs).
+const TRADES_PER_NODE: usize = 8;
+
+/// Sweeps over the nodes at most.
+const SWEEPS: usize = 4;
+
+/// Waiting jobs of one shape looked at on a node before the shape is passed over.
+const SAME_SHAPE_TRIED: usize = 4;
+
+/// Improve `plan` by trades until `until`, node by node in index order. Returns a plan whose
+/// objective is at least `plan`'s, and how many trades were kept.
+pub fn trade(
+    inst: &Instance,
+    topo: &Topology,
+    plan: &Assignment,
+    until: Instant,
+) -> (Assignment, usize) {
+    let before = ClusterState::new(inst);
+    let mut state = state_with(inst, &before, plan);
+    let mut trader = Trader {
+        inst,
+        topo,
+        score: MoveScore::new(inst, topo, &before),
+        per_gpu: inst
+            .pending
+            .iter()
+            .map(|j| value_per_gpu(inst, j))
+            .collect(),
+        waiting: BTreeMap::new(),
+    };
+    for j in 0..inst.pending.len() {
+        if !plan.placed.contains_key(&j) {
+            trader.wait(j);
+        }
+    }
+    let (mut nodes, mut kept) = (0, 0);
+    for sweep in 0..SWEEPS {
+        let kept_before = kept;
+        for n in 0..inst.nodes.len() {
+            if state.free[n] == 0 {
+                continue;
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            nodes += 1;
+            for _ in 0..TRADES_PER_NODE {
+                if !trader.trade_on(&mut state, n) {
+                    break;
+                }
+                kept += 1;
+            }
+        }
+        tracing::debug!(sweep, nodes, kept, "trade sweep");
+        if kept == kept_before {
+            break;
+        }
+    }
+    tracing::debug!(nodes, kept, "trades");
+    keep_needed_victims(&mut state, &plan.preempted);
+    (state.assignment, kept)
+}
+
+/// Waiting jobs that fit one node whole, grouped by what they ask of a node: (GPUs, CPU,
+/// memory, accepted GPU types). Within a group, the jobs by value per GPU (best first), then
+/// index.
+type Shape = (u32, u64, u64, Vec<bool>);
+
+/// How a fill ranks the waiting jobs that fit.
+#[derive(Clone, Copy)]
+enum FillOrder {
+    /// Value per GPU.
+    ValuePerGpu,
+    /// Value per share of the node's room its scarcest resource takes.
+    ValuePerRoom,
+}
+
+/// What choosing and scoring a trade needs.
+struct Trader<'s> {
+    inst: &'s Instance,
+    topo: &'s Topology,
+    score: MoveScore<'s>,
+    per_gpu: Vec<f64>,
+    /// The waiting jobs that could sit whole on one node, by shape; a job placed since stays
+    /// listed and is skipped.
+    waiting: BTreeMap<Shape, Vec<usize>>,
+}
+
+impl Trader<'_> {
+    /// List pending job j as waiting, if it is a whole-GPU job that may sit on one node.
+    fn wait(&mut self, j: usize) {
+        let job = &self.inst.pending[j];
+        if job.gpus == 0 || job.is_sharer() || job.gpus_per_node.is_some_and(|k| k < job.gpus) {
+            return;
+        }
+        let shape = (
+            job.gpus,
+            job.cpu_milli,
+            job.memory_mib,
+            self.topo.type_mask(job),
+        );
+        let per_gpu = &self.per_gpu;
+        let list = self.waiting.entry(shape).or_default();
+        let at = list.partition_point(|&x| {
+            per_gpu[x]
+                .total_cmp(&per_gpu[j])
+                .reverse()
+                .then(x.cmp(&j))
+                .is_lt()
+        });
+        list.insert(at, j);
+    }
+
+    /// Remove pending job j from the waiting lists (it started).
+    fn unwait(&mut self, j: usize) {
+        let job = &self.inst.pending[j];
+        let shape = (
+            job.gpus,
+            job.cpu_milli,
+            job.memory_mib,
+            self.topo.type_mask(job),
+        );
+        if let Some(list) = self.waiting.get_mut(&shape) {
+            list.retain(|&x| x != j);
+        }
+    }
+
+    /// Keep the first trade on node n that raises the objective (true), trying the fill alone
+    /// first, then each of the plan's jobs held whole on n, the least valuable first (they
+    /// cost the least to move or leave waiting).
+    fn trade_on(&mut self, state: &mut RoundState, n: NodeIx) -> bool {
+        let mut releasable: Vec<usize> = state.taken[n]
+            .iter()
+            .flatten()
+            .copied()
+            .collect::<BTreeSet<usize>>()
+            .into_iter()
+            .filter(|x| state.assignment.placed[x].len() == 1)
+            .collect();
+        releasable.sort_by(|&a, &b| self.score.value[a].total_cmp(&self.score.value[b]));
+        let options = std::iter::once(None).chain(releasable.into_iter().map(Some));
+        for out in options {
+            for order in [FillOrder::ValuePerGpu, FillOrder::ValuePerRoom] {
+                if let Some((added, left_waiting)) = self.try_trade(state, n, out, order) {
+                    for j in added {
+                        self.unwait(j);
+                    }
+                    if let Some(x) = left_waiting {
+                        self.wait(x);
+                    }
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Release `out` (if any) from n, fill n in `order`, place `out` again; keep it when the
+    /// objective rises: the jobs started on n, and `out` when it was left waiting.
+    fn try_trade(
+        &self,
+        state: &mut RoundState,
+        n: NodeIx,
+        out: Option<usize>,
+        order: FillOrder,
+    ) -> Option<(Vec<usize>, Option<usize>)> {
+        // The jobs the fill starts are waiting before the trade: they add nothing before.
+        let before = self.score.score(state, &[n], out.as_slice());
+        let mut mv = state.transaction();
+        if let Some(x) = out {
+            mv.release(x);
+        }
+        let added = self.fill(&mut mv, n, order);
+        if added.is_empty() {
+            return None;
+        }
+        let mut jobs = added.clone();
+        let mut nodes = BTreeSet::from([n]);
+        // Nodes other than n are as before the trade until x lands there.
+        let mut packing_before = 0.0;
+        if let Some(x) = out {
+            jobs.push(x);
+            let again = mv.quota_allows(&self.inst.pending[x]);
+            if let Some(gpus) = again.then(|| find_placement(&mv, self.topo, x)).flatten() {
+                for &e in gpus.keys().filter(|&&e| e != n) {
+                    packing_before += self.score.packing(&mv, e);
+                    nodes.insert(e);
+                }
+                mv.commit(x, gpus);
+            }
+        }
+        let after = self.score.score(&mv, &nodes, &jobs);
+        if after <= before - packing_before + TOLERANCE {
+            return None;
+        }
+        let left_waiting = out.filter(|x| !mv.assignment.placed.contains_key(x));
+        mv.keep();
+        Some((added, left_waiting))
+    }
+
+    /// Start waiting jobs whole on node n, best first in `order`, while one fits; the jobs
+    /// started.
+    fn fill(&self, mv: &mut Transaction, n: NodeIx, order: FillOrder) -> Vec<usize> {
+        let mut added = Vec::new();
+        while let Some(j) = self.best_fit_on(mv, n, order) {
+            let job = &self.inst.pending[j];
+            let Some(gpus) = mv.pick_indices(j, &[(n, job.gpus)]) else {
+                break;
+            };
+            mv.commit(j, gpus);
+            added.push(j);
+        }
+        added
+    }
+
+    /// The waiting job to start on node n next in `order`, if any fits.
+    fn best_fit_on(&self, state: &RoundState, n: NodeIx, order: FillOrder) -> Option<usize> {
+        let t = state.node_type[n];
+        let most = state.free[n] + state.freed[n].len() as u32;
+        let mut best: Option<(f64, usize)> = None;
+        for ((gpus, _, _, mask), list) in &self.waiting {
+            if *gpus > most || !mask[t] {
+                continue;
+            }
+            // Jobs of one shape differ only in priority, tenant and reservations: a few are
+            // looked at, not the whole list, when the first does not fit.
+            let Some(&j) = list
+                .iter()
+                .filter(|&&j| !state.assignment.placed.contains_key(&j))
+                .take(SAME_SHAPE_TRIED)
+                .find(|&&j| self.fits(state, n, j))
+            else {
+                continue;
+            };
+            let key = match order {
+                FillOrder::ValuePerGpu => self.per_gpu[j],
+                FillOrder::ValuePerRoom => {
+                    self.score.value[j] / room_share(state, n, &self.inst.pending[j]).max(1e-9)
+                }
+            };
+            if best.is_none_or(|(k, b)| key > k || (key == k && j < b)) {
+                best = Some((key, j));
+            }
+        }
+        best.map(|(_, j)| j)
+    }
+
+    /// Whether waiting job j may start whole on node n now.
+    fn fits(&self, state: &RoundState, n: NodeIx, j: usize) -> bool {
+        let job = &self.inst.pending[j];
+        state.avail_count(n, job.priority) >= job.gpus
+            && state.fits_resources(n, job, job.gpus)
+            && state.quota_allows(job)
+    }
+}
+
+/// The largest share of node n's room (free whole GPUs, CPU, memory left) that the job takes
+/// of one resource.
+fn room_share(state: &RoundState, n: NodeIx, job: &PendingJob) -> f64 {
+    let gpus = job.gpus as f64 / state.avail_count(n, job.priority).max(1) as f64;
+    let of = |need: u64, left: Option<i64>| match left {
+        Some(l) if l > 0 => need as f64 / l as f64,
+        _ => 0.0,
+    };
+    gpus.max(of(job.cpu_milli, state.cpu_free[n]))
+        .max(of(job.memory_mib, state.mem_free[n]))
+}

@@ -1,0 +1,131 @@
+//! Trades on finished plans: a job that takes a node's CPU and strands its other GPUs gives its
+//! place to lighter waiting jobs when they are worth more, and moves elsewhere when it fits
+//! there; a trade that does not pay leaves the plan as it was; no trade ever lowers the
+//! objective or breaks a plan.
+
+mod common;
+
+use common::small_round;
+use gangplan::assignment::{Assignment, GpuSet};
+use gangplan::gen::{generate, Family};
+use gangplan::hardware::ModelLibrary;
+use gangplan::heuristics::greedy::portfolio;
+use gangplan::heuristics::trade::trade;
+use gangplan::instance::{parse_instance, validate::validate, Instance};
+use gangplan::objective::evaluate;
+use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
+use gangplan::topology::Topology;
+use proptest::prelude::*;
+use std::time::{Duration, Instant};
+
+fn instance(yaml: &str) -> Instance {
+    parse_instance(yaml, "test", &ModelLibrary::builtin()).unwrap()
+}
+
+fn job(inst: &Instance, id: &str) -> usize {
+    inst.pending.iter().position(|j| j.id == id).unwrap()
+}
+
+fn node(inst: &Instance, name: &str) -> usize {
+    inst.nodes.iter().position(|n| n.name == name).unwrap()
+}
+
+fn later() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+/// The nodes job `id` holds GPUs on, by name.
+fn nodes_of(inst: &Instance, plan: &Assignment, id: &str) -> Vec<String> {
+    plan.placed
+        .get(&job(inst, id))
+        .map(|g| g.keys().map(|&n| inst.nodes[n].name.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A 4-GPU node of 40 CPUs whose one placed job asks all 40: `heavy` on GPU 0, the rest
+/// of the node stranded, three jobs of 10 CPUs waiting.
+fn stranded_by_heavy(extra_nodes: &str, heavy_priority: i64) -> (Instance, Assignment) {
+    let inst = instance(&format!(
+        "nodes:
+  - {{name: n1, gpus: 4, cpu_milli: 40000, rack: r1}}
+{extra_nodes}pending:
+  - {{id: heavy, gpus: 1, cpu_milli: 40000, priority: {heavy_priority}}}
+  - {{id: l1, gpus: 1, cpu_milli: 10000}}
+  - {{id: l2, gpus: 1, cpu_milli: 10000}}
+  - {{id: l3, gpus: 1, cpu_milli: 10000}}
+"
+    ));
+    let mut plan = Assignment::default();
+    let on_n1: GpuSet = [(node(&inst, "n1"), vec![0])].into();
+    plan.placed.insert(job(&inst, "heavy"), on_n1);
+    (inst, plan)
+}
+
+/// heavy (value 1) strands three GPUs; the three light jobs (value 1 each) fill them once it
+/// goes, and it cannot come back (10 CPUs are left): the objective rises by 3 - 1 in value,
+/// 0.02 x 2 in stranding (three free GPUs before, one after) and 0.3 x 2 in fairness (the one
+/// tenant's fair share is the node's 4 GPUs: 3 short before, 1 after), 2.64 in all.
+#[test]
+fn light_jobs_take_the_place_of_a_job_that_strands_the_node() {
+    let (inst, plan) = stranded_by_heavy("", 0);
+    let topo = Topology::new(&inst);
+    let before = evaluate(&inst, &topo, &plan).total();
+    let (after, kept) = trade(&inst, &topo, &plan, later());
+    assert_eq!(kept, 1);
+    for id in ["l1", "l2", "l3"] {
+        assert_eq!(nodes_of(&inst, &after, id), ["n1"], "{id}");
+    }
+    assert!(!after.placed.contains_key(&job(&inst, "heavy")));
+    let gain = evaluate(&inst, &topo, &after).total() - before;
+    assert!((gain - 2.64).abs() < 1e-9, "gain {gain}");
+}
+
+/// The same, with a 1-GPU node of 40 CPUs beside: heavy moves there and all four run.
+#[test]
+fn the_released_job_moves_where_it_fits() {
+    let (inst, plan) =
+        stranded_by_heavy("  - {name: n2, gpus: 1, cpu_milli: 40000, rack: r1}\n", 0);
+    let topo = Topology::new(&inst);
+    let (after, _) = trade(&inst, &topo, &plan, later());
+    assert_eq!(nodes_of(&inst, &after, "heavy"), ["n2"]);
+    for id in ["l1", "l2", "l3"] {
+        assert_eq!(nodes_of(&inst, &after, id), ["n1"], "{id}");
+    }
+}
+
+/// At priority 30 heavy is worth 1 + 0.1 x 30 = 4, more than the three light jobs together
+/// (3, with 0.04 of stranding and 0.6 of fairness: 3.64): no trade, the plan stays as it was.
+#[test]
+fn a_trade_that_does_not_pay_leaves_the_plan() {
+    let (inst, plan) = stranded_by_heavy("", 30);
+    let topo = Topology::new(&inst);
+    let (after, kept) = trade(&inst, &topo, &plan, later());
+    assert_eq!(kept, 0);
+    assert_eq!(after, plan);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// From the greedy's plan of a random round (CPU and memory tight, or the default
+    /// family), trades give a valid plan whose objective is at least the greedy's.
+    #[test]
+    fn trades_never_lower_the_objective_nor_break_the_plan(
+        nodes in 2usize..24, pending in 1usize..60, seed in 0u64..10_000, busy in 0.0f64..0.9,
+        sharers in 0.0f64..0.3, tight in any::<bool>(),
+    ) {
+        let lib = ModelLibrary::builtin();
+        let mut params = small_round(nodes, pending, seed, busy, sharers);
+        if tight {
+            params.family = Family::TightCpu;
+        }
+        let inst = validate(&generate(&params), &lib).unwrap();
+        let topo = Topology::new(&inst);
+        let plan = portfolio(&inst, &topo, None);
+        let (after, _) = trade(&inst, &topo, &plan, later());
+        let (b, a) = (evaluate(&inst, &topo, &plan).total(), evaluate(&inst, &topo, &after).total());
+        prop_assert!(a + 1e-9 >= b, "a trade lowered the objective: {} -> {}", b, a);
+        validate_plan(&inst, &render_plan(&inst, &after, Status::Fallback, SolverInfo::blank("trade")))
+            .map_err(|e| TestCaseError::fail(format!("{e}")))?;
+    }
+}
