@@ -12,7 +12,7 @@ use gangplan::hardware::ModelLibrary;
 use gangplan::heuristics::greedy::portfolio;
 use gangplan::heuristics::trade::trade;
 use gangplan::instance::{parse_instance, validate::validate, Instance};
-use gangplan::objective::evaluate;
+use gangplan::objective::{evaluate, job_spread};
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
 use gangplan::topology::Topology;
 use proptest::prelude::*;
@@ -91,6 +91,48 @@ fn the_released_job_moves_where_it_fits() {
     for id in ["l1", "l2", "l3"] {
         assert_eq!(nodes_of(&inst, &after, id), ["n1"], "{id}");
     }
+}
+
+/// A 4-GPU gang of 20 CPUs per GPU split 2 + 2 over two 4-GPU nodes of 40 CPUs takes both
+/// nodes' CPU and strands the other two GPUs of each; eight 1-GPU jobs of 10 CPUs wait. The
+/// trade releases the gang, fills both nodes with the eight and leaves the gang waiting: value
+/// 8 - 4, stranding 0.02 x 4, fairness 0.3 x 4 (the tenant's fair share is the 8 GPUs: 4
+/// short before, none after) and the gang's spread, all gained.
+#[test]
+fn a_gang_that_strands_its_nodes_gives_them_to_light_jobs() {
+    let lights: String = (1..=8)
+        .map(|i| format!("  - {{id: l{i}, gpus: 1, cpu_milli: 10000}}\n"))
+        .collect();
+    let inst = instance(&format!(
+        "nodes:
+  - {{name: n1, gpus: 4, cpu_milli: 40000, rack: r1}}
+  - {{name: n2, gpus: 4, cpu_milli: 40000, rack: r1}}
+pending:
+  - {{id: gang, gpus: 4, cpu_milli: 80000}}
+{lights}"
+    ));
+    let topo = Topology::new(&inst);
+    let mut plan = Assignment::default();
+    let gang = job(&inst, "gang");
+    let halves: GpuSet = [
+        (node(&inst, "n1"), vec![0, 1]),
+        (node(&inst, "n2"), vec![0, 1]),
+    ]
+    .into();
+    plan.placed.insert(gang, halves);
+    let spread = job_spread(&inst, &topo, &inst.pending[gang], &plan.placed[&gang]);
+    let before = evaluate(&inst, &topo, &plan).total();
+    let (after, kept) = trade(&inst, &topo, &plan, later());
+    assert_eq!(kept, 1);
+    assert!(!after.placed.contains_key(&gang));
+    for i in 1..=8 {
+        assert_eq!(nodes_of(&inst, &after, &format!("l{i}")).len(), 1, "l{i}");
+    }
+    let gain = evaluate(&inst, &topo, &after).total() - before;
+    assert!(
+        (gain - (5.28 + spread)).abs() < 1e-9,
+        "gain {gain}, spread {spread}"
+    );
 }
 
 /// At priority 30 heavy is worth 1 + 0.1 x 30 = 4, more than the three light jobs together

@@ -6,8 +6,9 @@
 //! for any waiting job, while lighter jobs wait. A trade on node n with free whole GPUs:
 //!
 //! 1. fills n from the waiting jobs that fit it whole (nothing released), or
-//! 2. releases one of the plan's jobs x held whole on n, fills n from the waiting jobs, and
-//!    places x again where the greedy puts it (it waits when no room is left),
+//! 2. releases one of the plan's jobs x holding GPUs on n, fills every node x held from the
+//!    waiting jobs, and places x again where the greedy puts it (it waits when no room is
+//!    left): a gang whose pieces take its nodes' CPU strands GPUs on each of them,
 //!
 //! filling in one of two orders: by value per GPU, or by value per share of n's room that the
 //! job takes of its scarcest resource (GPUs, CPU or memory), so that light jobs pack what a
@@ -159,7 +160,7 @@ impl Trader<'_> {
     }
 
     /// Keep the first trade on node n that raises the objective (true), trying the fill alone
-    /// first, then each of the plan's jobs held whole on n, the least valuable first (they
+    /// first, then each of the plan's jobs holding GPUs on n, the least valuable first (they
     /// cost the least to move or leave waiting).
     fn trade_on(&mut self, state: &mut RoundState, n: NodeIx) -> bool {
         let mut releasable: Vec<usize> = state.taken[n]
@@ -168,7 +169,6 @@ impl Trader<'_> {
             .copied()
             .collect::<BTreeSet<usize>>()
             .into_iter()
-            .filter(|x| state.assignment.placed[x].len() == 1)
             .collect();
         releasable.sort_by(|&a, &b| self.score.value[a].total_cmp(&self.score.value[b]));
         let options = std::iter::once(None).chain(releasable.into_iter().map(Some));
@@ -188,8 +188,8 @@ impl Trader<'_> {
         false
     }
 
-    /// Release `out` (if any) from n, fill n in `order`, place `out` again; keep it when the
-    /// objective rises: the jobs started on n, and `out` when it was left waiting.
+    /// Release `out` (if any), fill n (or every node `out` held) in `order`, place `out` again;
+    /// keep it when the objective rises: the jobs started, and `out` when it was left waiting.
     fn try_trade(
         &self,
         state: &mut RoundState,
@@ -197,27 +197,36 @@ impl Trader<'_> {
         out: Option<usize>,
         order: FillOrder,
     ) -> Option<(Vec<usize>, Option<usize>)> {
+        // The nodes filled: n, or every node the released job holds GPUs on.
+        let mut nodes: BTreeSet<NodeIx> = match out {
+            Some(x) => state.assignment.placed[&x].keys().copied().collect(),
+            None => BTreeSet::from([n]),
+        };
         // The jobs the fill starts are waiting before the trade: they add nothing before.
-        let before = self.score.score(state, &[n], out.as_slice());
+        let before = self.score.score(state, &nodes, out.as_slice());
         let mut mv = state.transaction();
         if let Some(x) = out {
             mv.release(x);
         }
-        let added = self.fill(&mut mv, n, order);
+        let mut added = Vec::new();
+        for &home in &nodes {
+            added.extend(self.fill(&mut mv, home, order));
+        }
         if added.is_empty() {
             return None;
         }
         let mut jobs = added.clone();
-        let mut nodes = BTreeSet::from([n]);
-        // Nodes other than n are as before the trade until x lands there.
+        // Other nodes are as before the trade until x lands there.
         let mut packing_before = 0.0;
         if let Some(x) = out {
             jobs.push(x);
             let again = mv.quota_allows(&self.inst.pending[x]);
             if let Some(gpus) = again.then(|| find_placement(&mv, self.topo, x)).flatten() {
-                for &e in gpus.keys().filter(|&&e| e != n) {
-                    packing_before += self.score.packing(&mv, e);
-                    nodes.insert(e);
+                for &e in gpus.keys() {
+                    if !nodes.contains(&e) {
+                        packing_before += self.score.packing(&mv, e);
+                        nodes.insert(e);
+                    }
                 }
                 mv.commit(x, gpus);
             }
