@@ -14,8 +14,9 @@
 //! job takes of its scarcest resource (GPUs, CPU or memory), so that light jobs pack what a
 //! heavy one would strand. A trade stays when the objective rises, the change counted exactly
 //! on what it touched ([`super::move_score`]); one that does not is undone exactly (it runs in
-//! a [`crate::round_state::Transaction`]). Each node is traded on until no trade pays. Victims
-//! whose GPUs no job takes in the end are released at the close
+//! a [`crate::round_state::Transaction`]). Each node is traded on until no trade pays (at
+//! most [`TRADES_PER_NODE`] times), node by node, in up to [`SWEEPS`] sweeps while the last
+//! one kept a trade. Victims whose GPUs no job takes in the end are released at the close
 //! ([`super::greedy::keep_needed_victims`]).
 
 use super::greedy::keep_needed_victims;
@@ -35,7 +36,8 @@ use std::time::Instant;
 /// few; the cap bounds a pass on nodes of many GPUs).
 const TRADES_PER_NODE: usize = 8;
 
-/// Sweeps over the nodes at most.
+/// Sweeps over the nodes at most (a choice: on the tight-cpu rounds of 1k and 10k GPUs the
+/// second sweep kept no trade).
 const SWEEPS: usize = 4;
 
 /// Waiting jobs of one shape looked at on a node before the shape is passed over.
@@ -90,7 +92,6 @@ pub fn trade(
             break;
         }
     }
-    tracing::debug!(nodes, kept, "trades");
     keep_needed_victims(&mut state, &plan.preempted);
     (state.assignment, kept)
 }
@@ -115,8 +116,8 @@ struct Trader<'s> {
     topo: &'s Topology,
     score: MoveScore<'s>,
     per_gpu: Vec<f64>,
-    /// The waiting jobs that could sit whole on one node, by shape; a job placed since stays
-    /// listed and is skipped.
+    /// The waiting jobs that could sit whole on one node, by shape (a job leaves its list
+    /// when a kept trade starts it; those a trade under way started are skipped).
     waiting: BTreeMap<Shape, Vec<usize>>,
 }
 
@@ -127,12 +128,7 @@ impl Trader<'_> {
         if job.gpus == 0 || job.is_sharer() || job.gpus_per_node.is_some_and(|k| k < job.gpus) {
             return;
         }
-        let shape = (
-            job.gpus,
-            job.cpu_milli,
-            job.memory_mib,
-            self.topo.type_mask(job),
-        );
+        let shape = self.shape_of(job);
         let per_gpu = &self.per_gpu;
         let list = self.waiting.entry(shape).or_default();
         let at = list.partition_point(|&x| {
@@ -145,15 +141,19 @@ impl Trader<'_> {
         list.insert(at, j);
     }
 
-    /// Remove pending job j from the waiting lists (it started).
-    fn unwait(&mut self, j: usize) {
-        let job = &self.inst.pending[j];
-        let shape = (
+    /// What the job asks of a node.
+    fn shape_of(&self, job: &PendingJob) -> Shape {
+        (
             job.gpus,
             job.cpu_milli,
             job.memory_mib,
             self.topo.type_mask(job),
-        );
+        )
+    }
+
+    /// Remove pending job j from the waiting lists (it started).
+    fn unwait(&mut self, j: usize) {
+        let shape = self.shape_of(&self.inst.pending[j]);
         if let Some(list) = self.waiting.get_mut(&shape) {
             list.retain(|&x| x != j);
         }
@@ -163,13 +163,8 @@ impl Trader<'_> {
     /// first, then each of the plan's jobs holding GPUs on n, the least valuable first (they
     /// cost the least to move or leave waiting).
     fn trade_on(&mut self, state: &mut RoundState, n: NodeIx) -> bool {
-        let mut releasable: Vec<usize> = state.taken[n]
-            .iter()
-            .flatten()
-            .copied()
-            .collect::<BTreeSet<usize>>()
-            .into_iter()
-            .collect();
+        let on_n: BTreeSet<usize> = state.taken[n].iter().flatten().copied().collect();
+        let mut releasable: Vec<usize> = on_n.into_iter().collect();
         releasable.sort_by(|&a, &b| self.score.value[a].total_cmp(&self.score.value[b]));
         let options = std::iter::once(None).chain(releasable.into_iter().map(Some));
         for out in options {
