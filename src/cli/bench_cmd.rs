@@ -182,6 +182,10 @@ fn rounds(a: &BenchArgs, dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> 
 
 /// Run `bench`.
 pub fn run(a: BenchArgs) -> Result<i32, Failure> {
+    if std::env::var_os("RUST_LOG").is_some() || super::verbose() {
+        // Each round's phase timings (debug level) on stderr, only when asked for.
+        super::plan_cmd::init_logging(super::plan_cmd::LogFormat::Text);
+    }
     let lib = ModelLibrary::builtin();
     super::check_time_limit_flag(a.time_limit)?;
     let dir = tempfile::tempdir().map_err(io)?;
