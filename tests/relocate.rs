@@ -4,13 +4,14 @@
 
 mod common;
 
+use common::hand::{instance, job, node};
 use common::small_round;
 use gangplan::assignment::{Assignment, GpuSet};
 use gangplan::gen::generate;
 use gangplan::hardware::ModelLibrary;
 use gangplan::heuristics::greedy::portfolio;
 use gangplan::heuristics::relocate::relocate;
-use gangplan::instance::{parse_instance, validate::validate, Instance};
+use gangplan::instance::{validate::validate, Instance};
 use gangplan::objective::{evaluate, job_spread};
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
 use gangplan::round_state::RoundState;
@@ -18,18 +19,6 @@ use gangplan::state::ClusterState;
 use gangplan::topology::Topology;
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
-
-fn instance(yaml: &str) -> Instance {
-    parse_instance(yaml, "test", &ModelLibrary::builtin()).unwrap()
-}
-
-fn job(inst: &Instance, id: &str) -> usize {
-    inst.pending.iter().position(|j| j.id == id).unwrap()
-}
-
-fn node(inst: &Instance, name: &str) -> usize {
-    inst.nodes.iter().position(|n| n.name == name).unwrap()
-}
 
 fn on(inst: &Instance, pieces: &[(&str, &[u32])]) -> GpuSet {
     pieces

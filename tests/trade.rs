@@ -5,30 +5,19 @@
 
 mod common;
 
+use common::hand::{instance, job, node};
 use common::small_round;
 use gangplan::assignment::{Assignment, GpuSet};
 use gangplan::gen::{generate, Family};
 use gangplan::hardware::ModelLibrary;
 use gangplan::heuristics::greedy::portfolio;
 use gangplan::heuristics::trade::trade;
-use gangplan::instance::{parse_instance, validate::validate, Instance};
+use gangplan::instance::{validate::validate, Instance};
 use gangplan::objective::{evaluate, job_spread};
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
 use gangplan::topology::Topology;
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
-
-fn instance(yaml: &str) -> Instance {
-    parse_instance(yaml, "test", &ModelLibrary::builtin()).unwrap()
-}
-
-fn job(inst: &Instance, id: &str) -> usize {
-    inst.pending.iter().position(|j| j.id == id).unwrap()
-}
-
-fn node(inst: &Instance, name: &str) -> usize {
-    inst.nodes.iter().position(|n| n.name == name).unwrap()
-}
 
 fn later() -> Instant {
     Instant::now() + Duration::from_secs(60)

@@ -1,5 +1,7 @@
 //! What several test files share.
 
+pub mod hand;
+
 use gangplan::gen::GenParams;
 
 /// A small generated round: racks of 4 nodes, pods of 2 racks, a 5 s limit.
