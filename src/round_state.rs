@@ -73,6 +73,18 @@ pub struct RoundState<'a> {
 pub type SharedRoom = (u32, bool, NodeIx, u32);
 
 impl<'a> RoundState<'a> {
+    /// The round with `plan` applied: its victims preempted and its jobs committed.
+    pub fn with_plan(inst: &'a Instance, before: &'a ClusterState, plan: &Assignment) -> Self {
+        let mut state = RoundState::new(inst, before);
+        for &k in &plan.preempted {
+            state.preempt(k);
+        }
+        for (&j, gpus) in &plan.placed {
+            state.commit(j, gpus.clone());
+        }
+        state
+    }
+
     /// A round with nothing decided.
     pub fn new(inst: &'a Instance, before: &'a ClusterState) -> Self {
         let mut held = vec![0.0; inst.tenants.len()];

@@ -12,7 +12,6 @@
 //! is the change of [`crate::objective::evaluate`]'s total. Used by [`super::relocate`] and
 //! [`super::trade`].
 
-use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx};
 use crate::objective::{fair_shares, fairness_penalty, job_spread, job_value, node_packing};
 use crate::round_state::RoundState;
@@ -73,20 +72,4 @@ impl<'s> MoveScore<'s> {
             state.busy[n],
         )
     }
-}
-
-/// The round's state with `plan` applied: its victims preempted and its jobs committed.
-pub fn state_with<'a>(
-    inst: &'a Instance,
-    before: &'a ClusterState,
-    plan: &Assignment,
-) -> RoundState<'a> {
-    let mut state = RoundState::new(inst, before);
-    for &k in &plan.preempted {
-        state.preempt(k);
-    }
-    for (&j, gpus) in &plan.placed {
-        state.commit(j, gpus.clone());
-    }
-    state
 }

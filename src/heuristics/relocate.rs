@@ -20,7 +20,7 @@
 //! released at the close ([`super::greedy::keep_needed_victims`]).
 
 use super::greedy::keep_needed_victims;
-use super::move_score::{state_with, MoveScore};
+use super::move_score::MoveScore;
 use super::placement::find_placement;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx};
@@ -46,7 +46,7 @@ pub fn relocate(
     until: Instant,
 ) -> Assignment {
     let before = ClusterState::new(inst);
-    let mut state = state_with(inst, &before, plan);
+    let mut state = RoundState::with_plan(inst, &before, plan);
     let search = Search {
         inst,
         topo,

@@ -20,7 +20,7 @@
 //! ([`super::greedy::keep_needed_victims`]).
 
 use super::greedy::keep_needed_victims;
-use super::move_score::{state_with, MoveScore};
+use super::move_score::MoveScore;
 use super::placement::find_placement;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
@@ -52,7 +52,7 @@ pub fn trade(
     until: Instant,
 ) -> (Assignment, usize) {
     let before = ClusterState::new(inst);
-    let mut state = state_with(inst, &before, plan);
+    let mut state = RoundState::with_plan(inst, &before, plan);
     let mut trader = Trader {
         inst,
         topo,
@@ -64,11 +64,7 @@ pub fn trade(
             .collect(),
         waiting: BTreeMap::new(),
     };
-    for j in 0..inst.pending.len() {
-        if !plan.placed.contains_key(&j) {
-            trader.wait(j);
-        }
-    }
+    trader.wait_all((0..inst.pending.len()).filter(|j| !plan.placed.contains_key(j)));
     let (mut nodes, mut kept) = (0, 0);
     for sweep in 0..SWEEPS {
         let kept_before = kept;
@@ -122,23 +118,41 @@ struct Trader<'s> {
 }
 
 impl Trader<'_> {
-    /// List pending job j as waiting, if it is a whole-GPU job that may sit on one node.
-    fn wait(&mut self, j: usize) {
+    /// Whether pending job j is listed when it waits: a whole-GPU job that may sit on one node.
+    fn listed(&self, j: usize) -> bool {
         let job = &self.inst.pending[j];
-        if job.gpus == 0 || job.is_sharer() || job.gpus_per_node.is_some_and(|k| k < job.gpus) {
+        job.gpus > 0 && !job.is_sharer() && job.gpus_per_node.is_none_or(|k| k >= job.gpus)
+    }
+
+    /// The order within a shape's list: value per GPU, best first, then index.
+    fn rank(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        self.per_gpu[b].total_cmp(&self.per_gpu[a]).then(a.cmp(&b))
+    }
+
+    /// List the waiting jobs `jobs` (those [`Trader::listed`]), each list sorted once.
+    fn wait_all(&mut self, jobs: impl Iterator<Item = usize>) {
+        let mut lists = std::mem::take(&mut self.waiting);
+        for j in jobs.filter(|&j| self.listed(j)) {
+            let shape = self.shape_of(&self.inst.pending[j]);
+            lists.entry(shape).or_default().push(j);
+        }
+        for list in lists.values_mut() {
+            list.sort_by(|&a, &b| self.rank(a, b));
+        }
+        self.waiting = lists;
+    }
+
+    /// List pending job j as waiting again (a trade left it waiting), in its place.
+    fn wait(&mut self, j: usize) {
+        if !self.listed(j) {
             return;
         }
-        let shape = self.shape_of(job);
-        let per_gpu = &self.per_gpu;
-        let list = self.waiting.entry(shape).or_default();
-        let at = list.partition_point(|&x| {
-            per_gpu[x]
-                .total_cmp(&per_gpu[j])
-                .reverse()
-                .then(x.cmp(&j))
-                .is_lt()
-        });
+        let shape = self.shape_of(&self.inst.pending[j]);
+        let mut lists = std::mem::take(&mut self.waiting);
+        let list = lists.entry(shape).or_default();
+        let at = list.partition_point(|&x| self.rank(x, j).is_lt());
         list.insert(at, j);
+        self.waiting = lists;
     }
 
     /// What the job asks of a node.

@@ -20,8 +20,9 @@
 //! Every later round plans such a gang again ([`HeldJob::released_to`]): its start now on
 //! its pinned nodes, or its reservation there again, needs no action; a start or reservation
 //! on other nodes moves the pin (`scontrol update` alone: it is released already); a round
-//! that neither starts it nor makes it its first reservation holds it again. Node ends come earlier than time
-//! limits say, so the nodes that free first are often not the ones a reservation guessed.
+//! that neither starts it nor makes it its first reservation holds it again. Node ends come
+//! earlier than time limits say, so the nodes that free first are often not the ones a
+//! reservation guessed.
 //!
 //! [`apply_actions`] carries a round's actions out one by one, journaling each, and stops at
 //! the first failure (the next round reads the cluster afresh and finishes the rest).
