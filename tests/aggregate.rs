@@ -356,3 +356,58 @@ fn the_relaxation_carries_the_round_when_the_integer_model_runs_out_of_time() {
     );
     assert!(bound + 1e-6 >= out.objective);
 }
+
+/// The model's answer and the second stage's time on a round that solves the relaxation:
+/// `greedy_running` says whether the greedy is still running when the model answers; the
+/// greedy is made to have taken so long that no second-stage pass fits after it.
+fn finish_after_a_slow_greedy(
+    greedy_running: bool,
+) -> Result<gangplan::solve::SolverPlan, gangplan::solve::Fallback> {
+    use gangplan::solve::aggregated::{finish, start, Early, RELAXATION_FROM_NODES};
+    use gangplan::solve::{Budget, GreedyPlan};
+    use std::sync::atomic::AtomicBool;
+    let lib = ModelLibrary::builtin();
+    let p = GenParams {
+        nodes: RELAXATION_FROM_NODES,
+        pending: 600,
+        seed: 2,
+        time_limit: 10.0,
+        ..Default::default()
+    };
+    let inst = Arc::new(validate(&generate(&p), &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let o = opts(&inst, Formulation::Aggregated);
+    let budget = Budget::new(&inst, o.deadline);
+    let early = Early {
+        greedy_done: Arc::new(AtomicBool::new(!greedy_running)),
+        until: budget.work_until(),
+    };
+    let limit = budget.aggregated_time_limit();
+    let running = start(&inst, &topo, &o, Arc::new(Highs), limit, early).unwrap();
+    let assignment = gangplan::heuristics::greedy::portfolio(&inst, &topo, None);
+    let greedy = GreedyPlan {
+        objective: gangplan::objective::evaluate(&inst, &topo, &assignment).total(),
+        assignment,
+        took: std::time::Duration::from_secs(1000),
+    };
+    let plan = finish(running, &inst, &topo, &budget, &greedy, &Highs);
+    if let Ok(plan) = &plan {
+        assert!(plan.objective > greedy.objective + 1e-6);
+        gangplan::plan::validate::check_assignment(&inst, &plan.assignment).unwrap();
+    }
+    plan
+}
+
+/// On the largest rounds the model's thread places the model's choice itself when it answers
+/// while the greedy is still running: the round gets the aggregated plan even when no time is
+/// left to place the choice after the greedy; a greedy done first leaves the round to it.
+#[test]
+fn a_choice_placed_while_the_greedy_runs_carries_a_round_with_no_time_after_it() {
+    let placed = finish_after_a_slow_greedy(true).expect("the early placement is the plan");
+    assert!(placed.bound.is_some_and(|b| b + 1e-6 >= placed.objective));
+    match finish_after_a_slow_greedy(false) {
+        Err(gangplan::solve::Fallback::NoTimeToPlace(_)) => {}
+        Err(other) => panic!("expected no time to place, got {other:?}"),
+        Ok(plan) => panic!("no early placement, yet a plan of {}", plan.objective),
+    }
+}

@@ -32,6 +32,7 @@ use crate::objective::evaluate;
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -216,10 +217,17 @@ pub fn solve_with(
         _ => budget.aggregated_time_limit(),
     };
     // The aggregated model needs no MIP start: it runs while the greedy plans.
-    let early = (ilp && mode != Mode::PerNode && budget.can_start_aggregated())
-        .then(|| aggregated::start(inst, topo, opts, Arc::clone(&backend), limit));
+    let greedy_done = Arc::new(AtomicBool::new(false));
+    let early = (ilp && mode != Mode::PerNode && budget.can_start_aggregated()).then(|| {
+        let placing = aggregated::Early {
+            greedy_done: Arc::clone(&greedy_done),
+            until: budget.work_until(),
+        };
+        aggregated::start(inst, topo, opts, Arc::clone(&backend), limit, placing)
+    });
     let choice_follows = matches!(early, Some(Ok(_)));
     let greedy = GreedyPlan::run(inst, topo, &budget, choice_follows);
+    greedy_done.store(true, Ordering::Release);
     if !ilp {
         return SolveOutcome::heuristic("greedy", greedy.assignment, greedy.objective);
     }

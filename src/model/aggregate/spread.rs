@@ -34,11 +34,10 @@ type Prefix = Vec<u64>;
 pub struct SpreadFloor<'a> {
     inst: &'a Instance,
     topo: &'a Topology,
-    /// Per node: (priority a job must exceed, GPUs): free GPUs at `i64::MIN`, then the GPUs of
-    /// each preemptible running job at its priority.
-    offers: &'a [Vec<(i64, u32)>],
-    /// Per node: the CPU and memory any job could have there.
-    room: Vec<NodeResources>,
+    /// The nodes some job could take a GPU on: every other node reaches nothing.
+    live: Vec<LiveNode>,
+    /// The live nodes' offers, end to end.
+    live_offers: Vec<(i64, u32)>,
     /// The rack of each node unit, where no unit spans racks ([`rack_of_units`]).
     unit_rack: Option<Vec<usize>>,
     levels: HashMap<ReachKey, Reach>,
@@ -80,6 +79,47 @@ impl NodeResources {
     }
 }
 
+/// A node with GPUs some job could take (free, or held by preemptible work), and where it
+/// lies: what a key's reach reads of it, in one place.
+struct LiveNode {
+    /// Its offers' place in [`SpreadFloor`]'s `live_offers`: (priority a job must exceed,
+    /// GPUs), free GPUs at `i64::MIN`, then the GPUs of each preemptible running job at its
+    /// priority.
+    offers: std::ops::Range<usize>,
+    node_type: usize,
+    unit: usize,
+    rack: usize,
+    pod: usize,
+    room: NodeResources,
+}
+
+/// The nodes with GPUs on offer, in node order, and their offers laid end to end.
+fn live_nodes(
+    inst: &Instance,
+    topo: &Topology,
+    offers: &[Vec<(i64, u32)>],
+) -> (Vec<LiveNode>, Vec<(i64, u32)>) {
+    let mut flat = Vec::new();
+    let live = node_resources(inst)
+        .into_iter()
+        .enumerate()
+        .filter(|&(n, _)| offers[n].iter().any(|&(_, g)| g > 0))
+        .map(|(n, room)| {
+            let start = flat.len();
+            flat.extend(offers[n].iter().filter(|&&(_, g)| g > 0));
+            LiveNode {
+                offers: start..flat.len(),
+                node_type: topo.node_type[n],
+                unit: topo.unit_of[n],
+                rack: inst.nodes[n].rack,
+                pod: inst.nodes[n].pod,
+                room,
+            }
+        })
+        .collect();
+    (live, flat)
+}
+
 /// Every node's [`NodeResources`].
 fn node_resources(inst: &Instance) -> Vec<NodeResources> {
     let before = ClusterState::new(inst);
@@ -109,11 +149,12 @@ fn node_resources(inst: &Instance) -> Vec<NodeResources> {
 impl<'a> SpreadFloor<'a> {
     /// Floors over the GPUs each node offers (`offers`, indexed by node).
     pub fn new(inst: &'a Instance, topo: &'a Topology, offers: &'a [Vec<(i64, u32)>]) -> Self {
+        let (live, live_offers) = live_nodes(inst, topo, offers);
         SpreadFloor {
             inst,
             topo,
-            offers,
-            room: node_resources(inst),
+            live,
+            live_offers,
             unit_rack: rack_of_units(inst, topo),
             levels: HashMap::new(),
         }
@@ -128,16 +169,37 @@ impl<'a> SpreadFloor<'a> {
         if job.gpus == 0 || job.is_sharer() || self.topo.units != self.inst.nodes.len() {
             return true;
         }
-        let g = job.gpus as u64;
-        let reach = self.reach(job);
-        let fits_nodes = fewest(&reach.units, g).is_some_and(|u| u <= job.node_limit());
-        let fits_rack = job.within != Some(crate::instance::Locality::Rack)
-            || reach.units_in_rack.iter().any(|p| fewest(p, g).is_some());
+        let fewest = self.fewest(job);
+        let fits_nodes = fewest.units.is_some_and(|u| u <= job.node_limit());
+        let fits_rack =
+            job.within != Some(crate::instance::Locality::Rack) || fewest.one_rack.is_some();
         fits_nodes && fits_rack
     }
 
+    /// The fewest domains job j's GPUs could cover at each level, worked out once per key
+    /// and size.
+    fn fewest(&mut self, job: &PendingJob) -> Fewest {
+        let g = job.gpus as u64;
+        let reach = self.reach(job);
+        if let Some(known) = reach.fewest.get(&g) {
+            return *known;
+        }
+        let f = Fewest {
+            units: fewest(&reach.units, g),
+            racks: fewest(&reach.racks, g),
+            pods: fewest(&reach.pods, g),
+            one_rack: reach
+                .units_in_rack
+                .iter()
+                .filter_map(|prefix| fewest(prefix, g))
+                .min(),
+        };
+        reach.fewest.insert(g, f);
+        f
+    }
+
     /// The reach of job j's key, computed on first use.
-    fn reach(&mut self, job: &PendingJob) -> &Reach {
+    fn reach(&mut self, job: &PendingJob) -> &mut Reach {
         let per_gpu = |total: u64| level(total / job.gpus.max(1) as u64);
         let key = (
             self.topo.type_mask(job),
@@ -146,11 +208,12 @@ impl<'a> SpreadFloor<'a> {
             per_gpu(job.cpu_milli),
             per_gpu(job.memory_mib),
         );
-        let (inst, topo, offers) = (self.inst, self.topo, self.offers);
-        let (room, unit_rack) = (&self.room, self.unit_rack.as_deref());
+        let (inst, topo) = (self.inst, self.topo);
+        let live = (self.live.as_slice(), self.live_offers.as_slice());
+        let unit_rack = self.unit_rack.as_deref();
         self.levels
             .entry(key)
-            .or_insert_with_key(|key| Reach::new(inst, topo, offers, room, unit_rack, key))
+            .or_insert_with_key(|key| Reach::new(inst, topo, live, unit_rack, key))
     }
 
     /// The floor of job j's spread penalty, 0 for jobs of one GPU or none.
@@ -170,13 +233,13 @@ impl<'a> SpreadFloor<'a> {
             return 0.0; // (a slowdown below 1 would make the penalty fall with the span)
         }
         let (inst, topo) = (self.inst, self.topo);
-        let reach = self.reach(job);
-        let g = job.gpus as u64;
-        let (Some(units), Some(racks), Some(pods)) = (
-            fewest(&reach.units, g),
-            fewest(&reach.racks, g),
-            fewest(&reach.pods, g),
-        ) else {
+        let Fewest {
+            units: Some(units),
+            racks: Some(racks),
+            pods: Some(pods),
+            one_rack,
+        } = self.fewest(job)
+        else {
             return 0.0; // the job cannot start at all; the capacity rows see to it
         };
         let penalty = |units: u32, racks: u32, pods: u32| {
@@ -198,12 +261,7 @@ impl<'a> SpreadFloor<'a> {
         // Over several racks: at least the fewest units, two racks, the fewest pods.
         let spread_out = penalty(units.max(at_least_units), racks.max(2), pods);
         // In one rack: the fewest units any one rack can do it with.
-        let one_rack = reach
-            .units_in_rack
-            .iter()
-            .filter_map(|prefix| fewest(prefix, g))
-            .min()
-            .map(|u| penalty(u.max(at_least_units), 1, 1));
+        let one_rack = one_rack.map(|u| penalty(u.max(at_least_units), 1, 1));
         one_rack.map_or(spread_out, |p| p.min(spread_out))
     }
 }
@@ -214,13 +272,25 @@ fn fewest(prefix: &Prefix, g: u64) -> Option<u32> {
     (i < prefix.len()).then_some(i as u32 + 1)
 }
 
+/// The fewest domains of each level whose reach holds a job's GPUs (`None`: none holds it),
+/// and the fewest units of the best single rack.
+#[derive(Debug, Clone, Copy)]
+struct Fewest {
+    units: Option<u32>,
+    racks: Option<u32>,
+    pods: Option<u32>,
+    one_rack: Option<u32>,
+}
+
 /// What a job class can reach: prefix sums of capacity by unit, rack and pod, and by unit
-/// inside each rack.
+/// inside each rack; and the [`Fewest`] of each job size asked so far (a round's jobs of
+/// one class ask a few sizes).
 struct Reach {
     units: Prefix,
     racks: Prefix,
     pods: Prefix,
     units_in_rack: Vec<Prefix>,
+    fewest: HashMap<u64, Fewest>,
 }
 
 impl Reach {
@@ -229,8 +299,7 @@ impl Reach {
     fn new(
         inst: &Instance,
         topo: &Topology,
-        offers: &[Vec<(i64, u32)>],
-        room: &[NodeResources],
+        (live, offers): (&[LiveNode], &[(i64, u32)]),
         unit_rack: Option<&[usize]>,
         key: &ReachKey,
     ) -> Self {
@@ -241,26 +310,23 @@ impl Reach {
         let mut pods = vec![0u64; inst.pods.len().max(1)];
         // (rack, unit, GPUs) of each node, kept only where units span racks.
         let mut pieces: Vec<(usize, usize, u64)> = Vec::new();
-        for (n, node) in inst.nodes.iter().enumerate() {
-            if !mask[topo.node_type[n]] {
-                continue;
-            }
-            let reach: u32 = offers[n]
+        for node in live.iter().filter(|node| mask[node.node_type]) {
+            let reach: u32 = offers[node.offers.clone()]
                 .iter()
                 .filter(|(p, _)| *p < priority)
                 .map(|(_, g)| g)
                 .sum();
             let pot = per_node
                 .map_or(reach, |k| reach.min(k))
-                .min(room[n].gpu_cap(*cpu, *mem)) as u64;
+                .min(node.room.gpu_cap(*cpu, *mem)) as u64;
             if pot == 0 {
                 continue;
             }
-            units[topo.unit_of[n]] += pot;
+            units[node.unit] += pot;
             racks[node.rack] += pot;
             pods[node.pod] += pot;
             if unit_rack.is_none() {
-                pieces.push((node.rack, topo.unit_of[n], pot));
+                pieces.push((node.rack, node.unit, pot));
             }
         }
         let units_in_rack = match unit_rack {
@@ -272,6 +338,7 @@ impl Reach {
             racks: prefix_sums(racks),
             pods: prefix_sums(pods),
             units_in_rack: units_in_rack.into_iter().map(prefix_sums).collect(),
+            fewest: HashMap::new(),
         }
     }
 }
@@ -300,16 +367,37 @@ fn pieces_by_rack(mut pieces: Vec<(usize, usize, u64)>, racks: usize) -> Vec<Vec
     by_rack
 }
 
-/// Prefix sums of capacities, largest first.
+/// Prefix sums of capacities, largest first, zero capacities left out (they reach nothing).
+/// Capacities are GPU counts, mostly small: they are counted by value rather than sorted.
 fn prefix_sums(mut caps: Vec<u64>) -> Prefix {
-    caps.sort_unstable_by(|a, b| b.cmp(a));
-    caps.iter()
-        .scan(0u64, |acc, &x| {
-            *acc += x;
-            Some(*acc)
-        })
-        .collect()
+    caps.retain(|&c| c > 0);
+    let largest = caps.iter().copied().max().unwrap_or(0);
+    if caps.len() > COUNTED_FROM && largest <= COUNTED_UP_TO {
+        let mut count = vec![0u32; largest as usize + 1];
+        for &c in &caps {
+            count[c as usize] += 1;
+        }
+        let mut at = 0;
+        for (c, &n) in count.iter().enumerate().rev() {
+            caps[at..at + n as usize].fill(c as u64);
+            at += n as usize;
+        }
+    } else {
+        caps.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    let mut sum = 0u64;
+    for c in caps.iter_mut() {
+        sum += *c;
+        *c = sum;
+    }
+    caps
 }
+
+/// Lists of more than this many capacities, none above [`COUNTED_UP_TO`], are sorted by
+/// counting ([`prefix_sums`]); shorter ones (a rack's units) by comparison.
+const COUNTED_FROM: usize = 256;
+/// See [`COUNTED_FROM`].
+const COUNTED_UP_TO: u64 = 4096;
 
 #[cfg(test)]
 mod tests {

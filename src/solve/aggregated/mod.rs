@@ -12,7 +12,7 @@
 pub mod answers;
 mod second_stage;
 
-pub use answers::{start, Running};
+pub use answers::{start, Early, Running};
 
 use super::{
     Answered, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend, Solver, SolverPlan,
@@ -24,7 +24,7 @@ use crate::objective::evaluate;
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use answers::{ModelAnswer, Stage};
-use second_stage::{log_second_stage, second_stage, Choice};
+use second_stage::{log_second_stage, second_stage, Choice, StagePlan};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -67,10 +67,14 @@ pub fn finish(
             .work_until()
             .saturating_duration_since(Instant::now())
     };
-    let place = |a: ModelAnswer| {
-        budget
-            .can_place_choice(greedy.took)
-            .then(|| Placed::of(inst, topo, budget, greedy, a))
+    // A choice placed early needs no pass here; what follows it stops at the deadline.
+    let place = |mut a: ModelAnswer| {
+        let early = a
+            .early
+            .take()
+            .and_then(|plan| plan.recv_timeout(wait()).ok());
+        (early.is_some() || budget.can_place_choice(greedy.took))
+            .then(|| Placed::of(inst, topo, budget, greedy, a, early))
     };
     let first = super::await_answer(&running.answers, wait(), Solver::Aggregated)?;
     let (stage, status, bound) = (first.stage, first.status, first.bound);
@@ -170,19 +174,20 @@ struct Placed {
 }
 
 impl Placed {
-    /// Place answer `a`'s choice.
+    /// Place answer `a`'s choice (from its `early` placement, where it has one).
     fn of(
         inst: &Instance,
         topo: &Topology,
         budget: &Budget,
         greedy: &GreedyPlan,
         a: ModelAnswer,
+        early: Option<StagePlan>,
     ) -> Self {
         let choice = Choice {
             chosen: a.chosen,
             victims: a.victims,
         };
-        let plan = second_stage(inst, topo, &choice, budget, greedy.took);
+        let plan = second_stage(inst, topo, &choice, budget, greedy.took, early);
         log_second_stage(inst, topo, &choice, &plan.1);
         Placed {
             choice,

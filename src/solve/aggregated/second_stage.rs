@@ -33,16 +33,18 @@ pub struct Choice {
 
 /// A second-stage plan: objective, assignment, the sequence that produced it, and the index
 /// of the order it started from (ties go to the earlier).
-type StagePlan = (f64, Assignment, Vec<usize>, usize);
+pub type StagePlan = (f64, Assignment, Vec<usize>, usize);
 
-/// Place the model's choice: the second-stage passes, swap-out from each, then relocation;
-/// the best objective and plan found.
+/// Place the model's choice: the second-stage passes (where the choice was placed `early`,
+/// that plan too, and it alone when no pass fits any more: [`first_pass`]), swap-out from
+/// each, then relocation; the best objective and plan found.
 pub fn second_stage(
     inst: &Instance,
     topo: &Topology,
     choice: &Choice,
     budget: &Budget,
     greedy_took: Duration,
+    early: Option<StagePlan>,
 ) -> (f64, Assignment) {
     let stage_started = Instant::now();
     let chosen = &choice.chosen;
@@ -51,7 +53,18 @@ pub fn second_stage(
     // (chosen jobs come first), so a loaded machine costs plan quality, not the deadline.
     let until = Some(budget.work_until());
     let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims, until);
-    let plans = placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took);
+    // After an early placement, the passes run again only while a pass still fits.
+    let passes_fit = Budget::pass_fits(greedy_took, budget.passes_until());
+    let mut plans = match (early, passes_fit) {
+        (Some(plan), false) => vec![plan],
+        (early, _) => {
+            let mut plans =
+                placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took);
+            plans.extend(early);
+            plans
+        }
+    };
+    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),
         first_order = plans[0].0,
@@ -102,6 +115,26 @@ pub fn second_stage(
     (objective, assignment)
 }
 
+/// The first of the second stage's passes alone (the first order, no repeats), cut at
+/// `until`: the model's choice placed on the model's thread while the greedy still runs
+/// ([`super::answers::Early`]).
+pub fn first_pass(inst: &Instance, topo: &Topology, choice: &Choice, until: Instant) -> StagePlan {
+    let order = greedy_order(inst, Order::ValuePerGpu);
+    let [first, _] = most_constrained_first(inst, topo);
+    let sequence = chosen_then_rest(&choice.chosen, &first, &order);
+    let a = greedy_sequence(inst, topo, &sequence, None, &choice.victims, Some(until));
+    (evaluate(inst, topo, &a).total(), a, sequence, 0)
+}
+
+/// `head`'s chosen jobs, then every other job in `order`.
+fn chosen_then_rest(chosen: &BTreeSet<usize>, head: &[usize], order: &[usize]) -> Vec<usize> {
+    head.iter()
+        .copied()
+        .filter(|j| chosen.contains(j))
+        .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
+        .collect()
+}
+
 /// The second-stage passes: the model's victims preempted, the chosen jobs first (largest and
 /// most constrained first, in two orders that differ on ties: the two passes run in parallel),
 /// then the rest in greedy `order`. Each sequence's pass runs again with the chosen jobs it
@@ -116,14 +149,7 @@ fn placement_passes(
     budget: &Budget,
     greedy_took: Duration,
 ) -> Vec<StagePlan> {
-    let chosen_then_rest = |head: &[usize]| -> Vec<usize> {
-        head.iter()
-            .copied()
-            .filter(|j| chosen.contains(j))
-            .chain(order.iter().copied().filter(|j| !chosen.contains(j)))
-            .collect()
-    };
-    let sequences = most_constrained_first(inst, topo).map(|o| chosen_then_rest(&o));
+    let sequences = most_constrained_first(inst, topo).map(|o| chosen_then_rest(chosen, &o, order));
     let mut plans: Vec<StagePlan> = sequences
         .par_iter()
         .enumerate()
