@@ -22,6 +22,13 @@ fn backend_settings(time_limit: f64, mip_gap: f64) -> BackendSettings {
     }
 }
 
+/// A generated round and its topology.
+fn generated(p: &GenParams) -> (Arc<gangplan::instance::Instance>, Arc<Topology>) {
+    let inst = Arc::new(validate(&generate(p), &ModelLibrary::builtin()).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    (inst, topo)
+}
+
 fn opts(inst: &gangplan::instance::Instance, formulation: Formulation) -> SolveOptions {
     SolveOptions {
         formulation,
@@ -32,7 +39,6 @@ fn opts(inst: &gangplan::instance::Instance, formulation: Formulation) -> SolveO
 
 #[test]
 fn aggregated_bound_covers_the_exact_optimum() {
-    let lib = ModelLibrary::builtin();
     let mut compared = 0;
     let mut same_optimum = 0;
     for (seed, busy) in (1..=8).flat_map(|s| [(s, 0.65), (s, 0.85)]) {
@@ -46,8 +52,7 @@ fn aggregated_bound_covers_the_exact_optimum() {
             time_limit: 20.0,
             ..Default::default()
         };
-        let inst = Arc::new(validate(&generate(&p), &lib).unwrap());
-        let topo = Arc::new(Topology::new(&inst));
+        let (inst, topo) = generated(&p);
         let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
         let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
         assert!(
@@ -366,7 +371,6 @@ fn finish_after_a_slow_greedy(
     use gangplan::solve::aggregated::{finish, start, Early, RELAXATION_FROM_NODES};
     use gangplan::solve::{Budget, GreedyPlan};
     use std::sync::atomic::AtomicBool;
-    let lib = ModelLibrary::builtin();
     let p = GenParams {
         nodes: RELAXATION_FROM_NODES,
         pending: 600,
@@ -374,8 +378,7 @@ fn finish_after_a_slow_greedy(
         time_limit: 10.0,
         ..Default::default()
     };
-    let inst = Arc::new(validate(&generate(&p), &lib).unwrap());
-    let topo = Arc::new(Topology::new(&inst));
+    let (inst, topo) = generated(&p);
     let o = opts(&inst, Formulation::Aggregated);
     let budget = Budget::new(&inst, o.deadline);
     let early = Early {
