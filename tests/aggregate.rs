@@ -383,7 +383,7 @@ fn finish_after_a_slow_greedy(
     let budget = Budget::new(&inst, o.deadline);
     let early = Early {
         greedy_done: Arc::new(AtomicBool::new(!greedy_running)),
-        until: budget.work_until(),
+        until: budget.early_placement_until(),
     };
     let limit = budget.aggregated_time_limit();
     let running = start(&inst, &topo, &o, Arc::new(Highs), limit, early).unwrap();

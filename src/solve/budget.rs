@@ -59,6 +59,12 @@ const AGGREGATED_GAP_FACTOR: f64 = 0.5;
 /// placement needs (an estimate, not a measurement).
 const PLACE_SHARE_OF_GREEDY: u32 = 2;
 
+/// Share of the round an early placement of the aggregated model's choice stops before the
+/// work deadline ([`Budget::early_placement_until`]). Scoring a 100k-GPU plan takes 0.05-0.1 s;
+/// a placement cut at the work deadline itself reached the round's thread after it (the
+/// default 100k round, 3 s, on a loaded machine) and the round kept the greedy plan.
+const EARLY_PLACEMENT_MARGIN: f64 = 0.05;
+
 /// Longest HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few
 /// small ones and at most [`crate::solve::neighbourhood`]'s candidate count): such cuts solve
 /// to optimality in milliseconds to tens of milliseconds; the cap keeps one hard cut from
@@ -204,6 +210,14 @@ impl Budget {
             wait,
             time_limit: wait.as_secs_f64() * PER_NODE_SHARE,
         })
+    }
+
+    /// When a placement on the aggregated model's thread stops
+    /// ([`crate::solve::aggregated::Early`]): [`EARLY_PLACEMENT_MARGIN`] of the round before
+    /// [`Budget::work_until`], so that its plan, scored and sent, reaches the round's thread
+    /// before that deadline.
+    pub fn early_placement_until(&self) -> Instant {
+        self.work_until() - self.total.mul_f64(EARLY_PLACEMENT_MARGIN)
     }
 
     /// When the aggregated path starts no more repeat or swap-out passes: [`SWAP_SHARE`] of

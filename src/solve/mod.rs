@@ -221,7 +221,7 @@ pub fn solve_with(
     let early = (ilp && mode != Mode::PerNode && budget.can_start_aggregated()).then(|| {
         let placing = aggregated::Early {
             greedy_done: Arc::clone(&greedy_done),
-            until: budget.work_until(),
+            until: budget.early_placement_until(),
         };
         aggregated::start(inst, topo, opts, Arc::clone(&backend), limit, placing)
     });

@@ -38,13 +38,15 @@ pub struct SpreadFloor<'a> {
     live: Vec<LiveNode>,
     /// The live nodes' offers, end to end.
     live_offers: Vec<(i64, u32)>,
-    /// The rack of each node unit, where no unit spans racks ([`rack_of_units`]).
-    unit_rack: Option<Vec<usize>>,
+    /// (rack, unit) of every node unit, racks ascending, where no unit spans racks
+    /// ([`rack_of_units`]).
+    unit_rack: Option<Vec<(usize, usize)>>,
     levels: HashMap<ReachKey, Reach>,
 }
 
-/// The rack of each node unit; `None` when some unit has nodes in two racks.
-fn rack_of_units(inst: &Instance, topo: &Topology) -> Option<Vec<usize>> {
+/// (rack, unit) of every node unit, racks ascending; `None` when some unit has nodes in two
+/// racks.
+fn rack_of_units(inst: &Instance, topo: &Topology) -> Option<Vec<(usize, usize)>> {
     let mut rack: Vec<Option<usize>> = vec![None; topo.units];
     for (n, node) in inst.nodes.iter().enumerate() {
         let r = rack[topo.unit_of[n]].get_or_insert(node.rack);
@@ -52,7 +54,13 @@ fn rack_of_units(inst: &Instance, topo: &Topology) -> Option<Vec<usize>> {
             return None;
         }
     }
-    Some(rack.into_iter().map(|r| r.unwrap_or(0)).collect())
+    let mut pairs: Vec<(usize, usize)> = rack
+        .into_iter()
+        .enumerate()
+        .map(|(u, r)| (r.unwrap_or(0), u))
+        .collect();
+    pairs.sort_unstable();
+    Some(pairs)
 }
 
 /// What a job's reach depends on: accepted types, GPUs per node, priority, CPU and memory
@@ -267,7 +275,7 @@ impl<'a> SpreadFloor<'a> {
 }
 
 /// The fewest domains whose capacities (prefix sums, largest first) reach `g`.
-fn fewest(prefix: &Prefix, g: u64) -> Option<u32> {
+fn fewest(prefix: &[u64], g: u64) -> Option<u32> {
     let i = prefix.partition_point(|&s| s < g);
     (i < prefix.len()).then_some(i as u32 + 1)
 }
@@ -289,7 +297,7 @@ struct Reach {
     units: Prefix,
     racks: Prefix,
     pods: Prefix,
-    units_in_rack: Vec<Prefix>,
+    units_in_rack: RackPrefixes,
     fewest: HashMap<u64, Fewest>,
 }
 
@@ -300,7 +308,7 @@ impl Reach {
         inst: &Instance,
         topo: &Topology,
         (live, offers): (&[LiveNode], &[(i64, u32)]),
-        unit_rack: Option<&[usize]>,
+        unit_rack: Option<&[(usize, usize)]>,
         key: &ReachKey,
     ) -> Self {
         let (mask, per_node, priority, cpu, mem) = key;
@@ -330,41 +338,86 @@ impl Reach {
             }
         }
         let units_in_rack = match unit_rack {
-            Some(rack_of) => units_by_rack(&units, rack_of, racks.len()),
+            Some(rack_units) => units_by_rack(&units, rack_units, racks.len()),
             None => pieces_by_rack(pieces, racks.len()),
         };
         Reach {
             units: prefix_sums(units),
             racks: prefix_sums(racks),
             pods: prefix_sums(pods),
-            units_in_rack: units_in_rack.into_iter().map(prefix_sums).collect(),
+            units_in_rack,
             fewest: HashMap::new(),
         }
     }
 }
 
-/// Each rack's units' reach, where every unit lies in one rack.
-fn units_by_rack(units: &[u64], rack_of: &[usize], racks: usize) -> Vec<Vec<u64>> {
-    let mut by_rack = vec![Vec::new(); racks];
-    for (u, &pot) in units.iter().enumerate().filter(|(_, &p)| p > 0) {
-        by_rack[rack_of[u]].push(pot);
+/// Each rack's units' reach as prefix sums, largest first, laid end to end: rack r's are
+/// `flat[ends[r - 1]..ends[r]]` (from 0 for rack 0). One list for every rack, where a list
+/// per rack cost a few hundred allocations per job class at 100k GPUs.
+#[derive(Debug, PartialEq)]
+struct RackPrefixes {
+    flat: Vec<u64>,
+    ends: Vec<usize>,
+}
+
+impl RackPrefixes {
+    /// From each rack's units' reach in rack order (`(rack, GPUs)`, racks ascending).
+    fn from_sorted(racks: usize, reach: impl Iterator<Item = (usize, u64)>) -> Self {
+        let mut flat = Vec::new();
+        let mut ends = vec![0; racks];
+        for (r, pot) in reach {
+            flat.push(pot);
+            ends[r] = flat.len();
+        }
+        for r in 1..racks {
+            ends[r] = ends[r].max(ends[r - 1]);
+        }
+        for rack in ends.iter().scan(0, |start, &end| {
+            let range = *start..end;
+            *start = end;
+            Some(range)
+        }) {
+            let units = &mut flat[rack];
+            units.sort_unstable_by(|a, b| b.cmp(a));
+            let mut sum = 0;
+            for c in units.iter_mut() {
+                sum += *c;
+                *c = sum;
+            }
+        }
+        RackPrefixes { flat, ends }
     }
-    by_rack
+
+    /// Each rack's prefix sums.
+    fn iter(&self) -> impl Iterator<Item = &[u64]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(start, end)| &self.flat[start..end])
+    }
+}
+
+/// Each rack's units' reach, where every unit lies in one rack (`rack_units`: the units of
+/// each rack, rack after rack).
+fn units_by_rack(units: &[u64], rack_units: &[(usize, usize)], racks: usize) -> RackPrefixes {
+    let reach = rack_units
+        .iter()
+        .map(|&(r, u)| (r, units[u]))
+        .filter(|&(_, pot)| pot > 0);
+    RackPrefixes::from_sorted(racks, reach)
 }
 
 /// Each rack's units' reach from (rack, unit, GPUs) pieces, summed per (rack, unit).
-fn pieces_by_rack(mut pieces: Vec<(usize, usize, u64)>, racks: usize) -> Vec<Vec<u64>> {
+fn pieces_by_rack(mut pieces: Vec<(usize, usize, u64)>, racks: usize) -> RackPrefixes {
     pieces.sort_unstable();
-    let mut by_rack: Vec<Vec<u64>> = vec![Vec::new(); racks];
-    let mut last = None;
+    let mut summed: Vec<(usize, usize, u64)> = Vec::with_capacity(pieces.len());
     for (r, u, pot) in pieces {
-        match by_rack[r].last_mut() {
-            Some(sum) if last == Some((r, u)) => *sum += pot,
-            _ => by_rack[r].push(pot),
+        match summed.last_mut() {
+            Some(last) if (last.0, last.1) == (r, u) => last.2 += pot,
+            _ => summed.push((r, u, pot)),
         }
-        last = Some((r, u));
     }
-    by_rack
+    RackPrefixes::from_sorted(racks, summed.into_iter().map(|(r, _, pot)| (r, pot)))
 }
 
 /// Prefix sums of capacities, largest first, zero capacities left out (they reach nothing).
@@ -406,16 +459,19 @@ mod tests {
     #[test]
     fn a_racks_units_are_summed_the_same_with_or_without_the_unit_rack_map() {
         // Units 0 and 1 in rack 0 (unit 1 over two nodes), unit 2 in rack 1.
+        // (Each rack's prefix sums, largest first.)
+        let lists = |p: RackPrefixes| p.iter().map(<[u64]>::to_vec).collect::<Vec<_>>();
         let pieces = vec![(0, 1, 2), (1, 2, 4), (0, 1, 3), (0, 0, 1)];
-        assert_eq!(pieces_by_rack(pieces, 2), vec![vec![1, 5], vec![4]]);
+        assert_eq!(lists(pieces_by_rack(pieces, 2)), vec![vec![5, 6], vec![4]]);
+        let rack_units = [(0, 0), (0, 1), (1, 2), (1, 3)];
         assert_eq!(
-            units_by_rack(&[1, 5, 4, 0], &[0, 0, 1, 1], 2),
-            vec![vec![1, 5], vec![4]]
+            lists(units_by_rack(&[1, 5, 4, 0], &rack_units, 2)),
+            vec![vec![5, 6], vec![4]]
         );
-        // A unit over two racks counts in each.
+        // A unit over two racks counts in each; a rack with none reaches nothing.
         assert_eq!(
-            pieces_by_rack(vec![(0, 0, 2), (1, 0, 3)], 2),
-            vec![vec![2], vec![3]]
+            lists(pieces_by_rack(vec![(0, 0, 2), (2, 0, 3)], 3)),
+            vec![vec![2], vec![], vec![3]]
         );
     }
 }

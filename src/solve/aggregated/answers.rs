@@ -63,7 +63,8 @@ pub struct Early {
     /// Set by the caller once the greedy is done; from then on the second stage runs on the
     /// caller's thread and no early pass starts.
     pub greedy_done: Arc<AtomicBool>,
-    /// When the pass stops (the budget's work deadline); the jobs it has not reached wait.
+    /// When the pass stops ([`Budget::early_placement_until`]); the jobs it has not reached
+    /// wait.
     pub until: Instant,
 }
 

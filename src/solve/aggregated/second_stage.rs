@@ -35,9 +35,9 @@ pub struct Choice {
 /// of the order it started from (ties go to the earlier).
 pub type StagePlan = (f64, Assignment, Vec<usize>, usize);
 
-/// Place the model's choice: the second-stage passes (where the choice was placed `early`,
-/// that plan too, and it alone when no pass fits any more: [`first_pass`]), swap-out from
-/// each, then relocation; the best objective and plan found.
+/// Place the model's choice: the second-stage passes (or the plan of the choice placed
+/// `early`, [`first_pass`], where no pass fits any more), swap-out from each, then relocation;
+/// the best objective and plan found.
 pub fn second_stage(
     inst: &Instance,
     topo: &Topology,
@@ -53,18 +53,12 @@ pub fn second_stage(
     // (chosen jobs come first), so a loaded machine costs plan quality, not the deadline.
     let until = Some(budget.work_until());
     let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims, until);
-    // After an early placement, the passes run again only while a pass still fits.
-    let passes_fit = Budget::pass_fits(greedy_took, budget.passes_until());
-    let mut plans = match (early, passes_fit) {
-        (Some(plan), false) => vec![plan],
-        (early, _) => {
-            let mut plans =
-                placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took);
-            plans.extend(early);
-            plans
-        }
+    // A choice placed early stands where no pass fits any more; where one does, the passes
+    // run (their first order repeats it and goes further).
+    let plans = match early {
+        Some(plan) if !Budget::pass_fits(greedy_took, budget.passes_until()) => vec![plan],
+        _ => placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took),
     };
-    plans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3)));
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),
         first_order = plans[0].0,
