@@ -67,7 +67,8 @@ pub fn finish(
             .work_until()
             .saturating_duration_since(Instant::now())
     };
-    // A choice placed early needs no pass here; what follows it stops at the deadline.
+    // A choice placed early is waited for; the second stage goes on from it where no pass
+    // fits any more (what follows stops at the deadline).
     let place = |mut a: ModelAnswer| {
         let early = a
             .early
