@@ -372,29 +372,24 @@ impl RackPrefixes {
         for r in 1..racks {
             ends[r] = ends[r].max(ends[r - 1]);
         }
-        for rack in ends.iter().scan(0, |start, &end| {
-            let range = *start..end;
-            *start = end;
-            Some(range)
-        }) {
-            let units = &mut flat[rack];
-            units.sort_unstable_by(|a, b| b.cmp(a));
-            let mut sum = 0;
-            for c in units.iter_mut() {
-                sum += *c;
-                *c = sum;
-            }
+        for rack in ranges(&ends) {
+            sum_largest_first(&mut flat[rack]);
         }
         RackPrefixes { flat, ends }
     }
 
     /// Each rack's prefix sums.
     fn iter(&self) -> impl Iterator<Item = &[u64]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(self.ends.iter().copied())
-            .map(|(start, end)| &self.flat[start..end])
+        ranges(&self.ends).map(|rack| &self.flat[rack])
     }
+}
+
+/// The consecutive ranges that end at `ends`, from 0.
+fn ranges(ends: &[usize]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    std::iter::once(0)
+        .chain(ends.iter().copied())
+        .zip(ends.iter().copied())
+        .map(|(s, e)| s..e)
 }
 
 /// Each rack's units' reach, where every unit lies in one rack (`rack_units`: the units of
@@ -421,13 +416,19 @@ fn pieces_by_rack(mut pieces: Vec<(usize, usize, u64)>, racks: usize) -> RackPre
 }
 
 /// Prefix sums of capacities, largest first, zero capacities left out (they reach nothing).
-/// Capacities are GPU counts, mostly small: they are counted by value rather than sorted.
 fn prefix_sums(mut caps: Vec<u64>) -> Prefix {
     caps.retain(|&c| c > 0);
+    sum_largest_first(&mut caps);
+    caps
+}
+
+/// Sort capacities largest first and turn them into their prefix sums, in place. Capacities
+/// are GPU counts, mostly small: long lists are counted by value rather than compared.
+fn sum_largest_first(caps: &mut [u64]) {
     let largest = caps.iter().copied().max().unwrap_or(0);
     if caps.len() > COUNTED_FROM && largest <= COUNTED_UP_TO {
         let mut count = vec![0u32; largest as usize + 1];
-        for &c in &caps {
+        for &c in caps.iter() {
             count[c as usize] += 1;
         }
         let mut at = 0;
@@ -443,11 +444,10 @@ fn prefix_sums(mut caps: Vec<u64>) -> Prefix {
         sum += *c;
         *c = sum;
     }
-    caps
 }
 
 /// Lists of more than this many capacities, none above [`COUNTED_UP_TO`], are sorted by
-/// counting ([`prefix_sums`]); shorter ones (a rack's units) by comparison.
+/// counting ([`sum_largest_first`]); shorter ones (a rack's units) by comparison.
 const COUNTED_FROM: usize = 256;
 /// See [`COUNTED_FROM`].
 const COUNTED_UP_TO: u64 = 4096;
