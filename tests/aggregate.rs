@@ -197,6 +197,19 @@ fn relaxation_counts_no_part_of_a_slot() {
     );
 }
 
+/// CPU left on one node, memory on another, both on a third for one job: counted apart they
+/// would credit two jobs that need both with their GPU; the rows of CPU and memory together
+/// count per node, so the bound proves the plan that starts one of them optimal.
+#[test]
+fn cpu_and_memory_count_together_per_node() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "cpu-memory-crossed",
+        "CPU and memory are counted on different nodes for the same jobs",
+    );
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "first")));
+    assert!(!agg.assignment.placed.contains_key(&job(&inst, "second")));
+}
+
 /// Three empty nodes of 6, 8 and 8 usable GPUs, filled exactly by jobs of 6, 8 and 8: the
 /// packing floor must count the opened nodes' GPUs from the smallest node up (6 + 8 + 8), not
 /// at the smallest size each (3 x 6), for the bound to prove the plan optimal.

@@ -200,4 +200,28 @@ fn every_family_generates_what_it_is_named_for() {
         .any(|r| r.gpu_milli.is_some()));
     let tenants = generate(&p(Family::Quotas)).tenants.unwrap();
     assert!(tenants.iter().filter(|t| t.quota.is_some()).count() >= 4);
+    // Skewed resources: running jobs hold CPU and memory in several proportions, and no node
+    // gives out more CPU or memory than it has.
+    let raw = generate(&p(Family::SkewedResources));
+    let proportions: std::collections::BTreeSet<u64> = raw
+        .running
+        .iter()
+        .filter(|r| r.cpu_milli.is_some_and(|c| c > 0))
+        .map(|r| r.memory_mib.unwrap_or(0) * 1000 / r.cpu_milli.unwrap())
+        .collect();
+    assert!(
+        proportions.len() > 3,
+        "running jobs' memory per CPU: {proportions:?}"
+    );
+    for n in &raw.nodes {
+        let on_node = raw.running.iter().filter(|r| r.gpus.contains_key(&n.name));
+        let (cpu, mem) = on_node.fold((0, 0), |(c, m), r| {
+            (c + r.cpu_milli.unwrap_or(0), m + r.memory_mib.unwrap_or(0))
+        });
+        assert!(
+            cpu <= n.cpu_milli.unwrap() && mem <= n.memory_mib.unwrap(),
+            "{} overcommitted",
+            n.name
+        );
+    }
 }

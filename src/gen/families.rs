@@ -1,7 +1,8 @@
 //! The generator's families of cluster states besides the default one. Each family is the
 //! default round's layout (racks of `nodes_per_rack`, pods of `racks_per_pod`, the same gang
 //! size mix) with one feature that real clusters have and the default generator lacks;
-//! [`Family::Mixed`] has all of them at once:
+//! [`Family::Mixed`] has all of them at once but `skewed-resources` (added later; mixed rounds
+//! stay as they were):
 //!
 //! - `mixed-types`: GPU types mixed inside racks: per node 70% DGX H100, 20% DGX A100, 10%
 //!   4-GPU L40S, and pending jobs that ask for a type more often.
@@ -11,6 +12,9 @@
 //!   of them preemptible, at random priorities and checkpoint costs.
 //! - `tight-cpu`: nodes with 10 CPUs and 96 GiB per GPU, pending jobs asking 4-16 CPUs and
 //!   32-160 GiB per GPU, so CPU and memory bind before GPUs on many nodes.
+//! - `skewed-resources`: `tight-cpu` whose running jobs hold 2-16 CPUs and 16-192 GiB per GPU,
+//!   drawn apart (as much as their node has left), so some nodes keep CPU without memory and
+//!   others memory without CPU.
 //! - `sharers`: running sharers (gpu_milli) on a tenth of the busy GPUs, a third of the
 //!   pending jobs sharers.
 //! - `quotas`: five tenants, four of them with a quota a little above what they hold.
@@ -39,6 +43,8 @@ pub enum Family {
     PartialNodes,
     /// CPU and memory per GPU tight enough to bind.
     TightCpu,
+    /// Tight CPU and memory, running jobs holding them in uneven proportions.
+    SkewedResources,
     /// Running and pending sharers (gpu_milli).
     Sharers,
     /// Binding quotas on most tenants.
@@ -51,12 +57,13 @@ pub enum Family {
 
 impl Family {
     /// Every family, in the order benches print them.
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::Default,
         Family::MixedTypes,
         Family::WholeNodes,
         Family::PartialNodes,
         Family::TightCpu,
+        Family::SkewedResources,
         Family::Sharers,
         Family::Quotas,
         Family::Constrained,
@@ -71,6 +78,7 @@ impl Family {
             Family::WholeNodes => "whole-nodes",
             Family::PartialNodes => "partial-nodes",
             Family::TightCpu => "tight-cpu",
+            Family::SkewedResources => "skewed-resources",
             Family::Sharers => "sharers",
             Family::Quotas => "quotas",
             Family::Constrained => "constrained",
@@ -83,8 +91,13 @@ impl Family {
         Family::ALL.into_iter().find(|f| f.name() == s)
     }
 
+    /// Whether rounds of this family have the feature of family `f`.
     fn has(self, f: Family) -> bool {
-        self == f || self == Family::Mixed
+        match self {
+            Family::Mixed => f != Family::SkewedResources,
+            Family::SkewedResources => f == self || f == Family::TightCpu,
+            _ => self == f,
+        }
     }
 }
 
@@ -96,10 +109,12 @@ const KINDS: [(&str, &str, u64); 4] = [
     ("l40s-pcie-4x", "L40S", 4),
 ];
 
-/// A node being generated and the usable GPUs not yet given to a running job.
+/// A node being generated: the usable GPUs, CPU and memory not yet given to a running job.
 struct GenNode {
     raw: RawNode,
     free: Vec<u64>,
+    cpu_left: u64,
+    mem_left: u64,
 }
 
 /// Generate an instance of `p.family` (any family but the default).
@@ -179,6 +194,8 @@ fn make_nodes(p: &GenParams, rng: &mut ChaCha8Rng) -> Vec<GenNode> {
             };
             let free = (0..gpus).filter(|g| !down.contains(g)).collect();
             GenNode {
+                cpu_left: gpus * cpu,
+                mem_left: gpus * mem,
                 raw: RawNode {
                     name: format!("n{i:05}"),
                     model: Some(model.to_string()),
@@ -282,9 +299,33 @@ fn fill_partial(
             let mut gpus: Vec<u64> = node.free.drain(..size).collect();
             gpus.sort_unstable();
             let held = BTreeMap::from([(node.raw.name.clone(), gpus)]);
-            running.push(running_job(running.len(), held, tenants, rng));
+            let mut job = running_job(running.len(), held, tenants, rng);
+            if f.has(Family::SkewedResources) {
+                skew_resources(&mut job, node, rng);
+            }
+            running.push(job);
         }
     }
+}
+
+/// A running job's CPU and memory drawn apart: 2-16 CPUs and 16-192 GiB per GPU, at most
+/// what its node has left (taken from it).
+fn skew_resources(job: &mut RawRunning, node: &mut GenNode, rng: &mut ChaCha8Rng) {
+    let gpus: u64 = job.gpus.values().map(|g| g.len() as u64).sum();
+    let cpu = *[2_000u64, 4_000, 8_000, 12_000, 16_000]
+        .choose(rng)
+        .unwrap();
+    let mem = *[16_384u64, 32_768, 98_304, 131_072, 196_608]
+        .choose(rng)
+        .unwrap();
+    let (cpu, mem) = (
+        (gpus * cpu).min(node.cpu_left),
+        (gpus * mem).min(node.mem_left),
+    );
+    node.cpu_left -= cpu;
+    node.mem_left -= mem;
+    job.cpu_milli = Some(cpu);
+    job.memory_mib = Some(mem);
 }
 
 /// Tenants with weights 3, 2, 1, 1, ...; with binding quotas, every tenant but the first has a

@@ -48,7 +48,7 @@
 //!
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
-//! priority), [`resources`] (CPU and memory), [`slots`] (size levels), [`compact`], [`spread`]
+//! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node), [`slots`] (size levels), [`compact`], [`spread`]
 //! and [`packing`]; quotas and
 //! fairness are the per-node model's rows ([`crate::model::quota`],
 //! [`crate::model::fairness`]) over the class counts.
@@ -56,6 +56,7 @@
 pub mod capacity;
 pub mod classes;
 pub mod compact;
+pub mod cpu_and_memory;
 pub mod packing;
 pub mod resources;
 pub mod slots;

@@ -52,12 +52,12 @@ enum Resource {
 
 /// What one node offers one resource: free and usable GPUs, the resource left and its size
 /// (`None`: unlimited), and (GPUs, amount, p_k) of each victim on it.
-struct NodeRoom {
-    free: u32,
-    usable: u32,
-    left: Option<i64>,
-    size: Option<u64>,
-    victims: Vec<(u32, u64, Variable)>,
+pub struct NodeRoom {
+    pub free: u32,
+    pub usable: u32,
+    pub left: Option<i64>,
+    pub size: Option<u64>,
+    pub victims: Vec<(u32, u64, Variable)>,
 }
 
 /// What a class of whole GPUs asks of a type, for these rows.
@@ -98,15 +98,17 @@ pub fn add(
     resource_users: &[Vec<ResourceUse>],
     m: &mut MipModel,
 ) {
-    for resource in [Resource::Cpu, Resource::Memory] {
-        let rooms = node_rooms(inst, before, supply, resource);
-        for (t, users) in resource_users.iter().enumerate() {
-            let nodes: Vec<&NodeRoom> = (0..inst.nodes.len())
-                .filter(|&n| topo.node_type[n] == t)
-                .map(|n| &rooms[n])
-                .collect();
-            type_rows(users, &nodes, resource, m);
-        }
+    let cpu = node_rooms(inst, before, supply, Resource::Cpu);
+    let mem = node_rooms(inst, before, supply, Resource::Memory);
+    for (t, users) in resource_users.iter().enumerate() {
+        let nodes: Vec<usize> = (0..inst.nodes.len())
+            .filter(|&n| topo.node_type[n] == t)
+            .collect();
+        let cpu_rooms: Vec<&NodeRoom> = nodes.iter().map(|&n| &cpu[n]).collect();
+        let mem_rooms: Vec<&NodeRoom> = nodes.iter().map(|&n| &mem[n]).collect();
+        type_rows(users, &cpu_rooms, Resource::Cpu, m);
+        type_rows(users, &mem_rooms, Resource::Memory, m);
+        super::cpu_and_memory::add(users, &cpu_rooms, &mem_rooms, m);
     }
 }
 

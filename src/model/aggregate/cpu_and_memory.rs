@@ -1,0 +1,91 @@
+//! CPU and memory together, per type and pair of levels. The rows of [`super::resources`]
+//! bound each resource alone, so the relaxation may take CPU from nodes whose memory is gone
+//! and memory from nodes whose CPU is gone, for jobs that need both on one node. A job of at
+//! least a CPU and b memory per GPU that puts P of its GPUs on node n takes at least a P of
+//! its CPU and b P of its memory there, so node n holds at most
+//! h_n(a, b) = min(f_n, floor(c_n / a), floor(m_n / b)) GPUs of such jobs (f_n its free GPUs,
+//! c_n and m_n its CPU and memory left). For every pair (a, b) of the type's class levels:
+//!
+//! ```text
+//! sum_{c on t: cpu_c >= a, mem_c >= b} g_c x_ct
+//!     <= sum_{n of t} h_n(a, b)
+//!        + sum_{k victim on n of t} min(max(g_kn, ceil(cpu_kn / a), ceil(mem_kn / b)), e_n) p_k
+//! ```
+//!
+//! e_n = min(G_n, floor(C_n / a), floor(M_n / b)) - h_n(a, b): what n holds at most beyond its
+//! present room (G_n, C_n, M_n its usable GPUs, CPU and memory); the victims' term holds as
+//! in [`super::resources`] (min(x + y) over the three <= min x + max y). A node without a CPU
+//! (memory) size is not limited by it. A pair's row is added only where it is tighter than
+//! both rows of one resource at the same levels (its right side, victims aside, below each).
+
+use super::resources::{NodeRoom, ResourceUse};
+use crate::model::MipModel;
+use good_lp::Expression;
+use std::collections::BTreeSet;
+
+/// What one node holds of jobs of at least `per_gpu` per GPU by one resource: GPUs now, and
+/// at most once every victim is gone (`u64::MAX`: unlimited).
+fn held(room: &NodeRoom, per_gpu: u64) -> (u64, u64) {
+    match (room.left, room.size) {
+        (Some(left), Some(size)) => (left.max(0) as u64 / per_gpu, size / per_gpu),
+        _ => (u64::MAX, u64::MAX),
+    }
+}
+
+/// Add the rows of one type (`cpu` and `mem`: the type's nodes' rooms, in the same order).
+pub fn add(users: &[ResourceUse], cpu: &[&NodeRoom], mem: &[&NodeRoom], m: &mut MipModel) {
+    let cpu_levels: BTreeSet<u64> = users.iter().map(|u| u.cpu).filter(|&a| a > 0).collect();
+    let mem_levels: BTreeSet<u64> = users.iter().map(|u| u.mem).filter(|&b| b > 0).collect();
+    for &a in &cpu_levels {
+        for &b in &mem_levels {
+            let dominating = users.iter().filter(|u| u.cpu >= a && u.mem >= b);
+            if dominating.clone().next().is_none() {
+                continue;
+            }
+            let Some(rhs) = pair_rhs(cpu, mem, a, b) else {
+                continue;
+            };
+            let mut lhs = Expression::from(0.0);
+            for u in dominating {
+                lhs.add_mul(u.gpus as f64, u.x);
+            }
+            for (coef, p) in rhs.victims {
+                lhs.add_mul(-coef, p);
+            }
+            m.constraints.push(lhs.leq(rhs.room));
+        }
+    }
+}
+
+/// The right side of the pair (a, b)'s row.
+struct PairRhs {
+    room: f64,
+    victims: Vec<(f64, good_lp::Variable)>,
+}
+
+/// The right side of the row of the pair (a, b) over the type's nodes; `None` when it is not
+/// tighter than both rows of one resource.
+fn pair_rhs(cpu: &[&NodeRoom], mem: &[&NodeRoom], a: u64, b: u64) -> Option<PairRhs> {
+    let (mut room, mut by_cpu, mut by_mem) = (0u64, 0u64, 0u64);
+    let mut victims = Vec::new();
+    for (rc, rm) in cpu.iter().zip(mem) {
+        let (free, usable) = (rc.free as u64, rc.usable as u64);
+        let ((c_now, c_most), (m_now, m_most)) = (held(rc, a), held(rm, b));
+        let now = free.min(c_now).min(m_now);
+        let most = usable.min(c_most).min(m_most);
+        room += now;
+        by_cpu += free.min(c_now);
+        by_mem += free.min(m_now);
+        if now >= most {
+            continue;
+        }
+        for (&(g, cpu_k, p), &(_, mem_k, _)) in rc.victims.iter().zip(&rm.victims) {
+            let frees = (g as u64).max(cpu_k.div_ceil(a)).max(mem_k.div_ceil(b));
+            victims.push((frees.min(most - now) as f64, p));
+        }
+    }
+    (room < by_cpu && room < by_mem).then_some(PairRhs {
+        room: room as f64,
+        victims,
+    })
+}
