@@ -210,6 +210,58 @@ fn cpu_and_memory_count_together_per_node() {
     assert!(!agg.assignment.placed.contains_key(&job(&inst, "second")));
 }
 
+/// A round of 520 nodes whose 6,000 jobs ask CPU and memory per GPU at random: at 16 levels an
+/// octave they would make more classes than the budget, so the levels get coarser until they
+/// fit; the relaxation of the coarser model still bounds the greedy plan and the placed
+/// choice.
+#[test]
+fn diverse_requests_get_coarser_levels_and_the_bound_still_holds() {
+    use gangplan::model::aggregate::classes::{levels, CLASS_BUDGET};
+    use rand::{Rng, SeedableRng};
+    let p = GenParams {
+        nodes: 520,
+        pending: 6_000,
+        seed: 3,
+        nodes_per_rack: 16,
+        racks_per_pod: 4,
+        time_limit: 60.0,
+        family: gangplan::gen::Family::TightCpu,
+        ..Default::default()
+    };
+    let mut raw = generate(&p);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for job in raw.pending.iter_mut().filter(|j| j.gpu_milli.is_none()) {
+        job.cpu_milli = Some(job.gpus * rng.gen_range(1_000..16_000));
+        job.memory_mib = Some(job.gpus * rng.gen_range(8_000..190_000));
+    }
+    let inst = Arc::new(validate(&raw, &ModelLibrary::builtin()).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let chosen = levels(&inst, &topo);
+    assert!(
+        chosen.bits() < 4,
+        "16 levels an octave kept for diverse requests"
+    );
+    let agg = gangplan::model::aggregate::build(&inst, &topo, false);
+    assert!(
+        agg.classes.len() <= CLASS_BUDGET,
+        "{} classes",
+        agg.classes.len()
+    );
+    let out = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let bound = out.bound.expect("the relaxation's bound");
+    assert!(out.objective >= out.greedy_objective - 1e-6);
+    assert!(
+        bound + 1e-6 >= out.objective,
+        "bound {bound} below the plan's {}",
+        out.objective
+    );
+    validate_plan(
+        &inst,
+        &render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0)),
+    )
+    .unwrap();
+}
+
 /// Three empty nodes of 6, 8 and 8 usable GPUs, filled exactly by jobs of 6, 8 and 8: the
 /// packing floor must count the opened nodes' GPUs from the smallest node up (6 + 8 + 8), not
 /// at the smallest size each (3 x 6), for the bound to prove the plan optimal.

@@ -17,11 +17,29 @@
 //! in [`super::resources`] (min(x + y) over the three <= min x + max y). A node without a CPU
 //! (memory) size is not limited by it. A pair's row is added only where it is tighter than
 //! both rows of one resource at the same levels (its right side, victims aside, below each).
+//! Each row holds alone, so where a type's classes have more than [`MOST_LEVELS`] levels of a
+//! resource, the pairs use that many of them, evenly spaced from the lowest: the rows stay at
+//! most [`MOST_LEVELS`]^2 per type.
 
 use super::resources::{NodeRoom, ResourceUse};
 use crate::model::MipModel;
 use good_lp::Expression;
 use std::collections::BTreeSet;
+
+/// The most levels of each resource the pairs of one type are drawn from.
+pub const MOST_LEVELS: usize = 8;
+
+/// At most [`MOST_LEVELS`] of `levels` (ascending), evenly spaced from the lowest to the
+/// highest.
+fn spaced(levels: &BTreeSet<u64>) -> Vec<u64> {
+    let all: Vec<u64> = levels.iter().copied().collect();
+    if all.len() <= MOST_LEVELS {
+        return all;
+    }
+    (0..MOST_LEVELS)
+        .map(|i| all[i * (all.len() - 1) / (MOST_LEVELS - 1)])
+        .collect()
+}
 
 /// What one node holds of jobs of at least `per_gpu` per GPU by one resource: GPUs now, and
 /// at most once every victim is gone (`u64::MAX`: unlimited).
@@ -36,7 +54,8 @@ fn held(room: &NodeRoom, per_gpu: u64) -> (u64, u64) {
 pub fn add(users: &[ResourceUse], cpu: &[&NodeRoom], mem: &[&NodeRoom], m: &mut MipModel) {
     let cpu_levels: BTreeSet<u64> = users.iter().map(|u| u.cpu).filter(|&a| a > 0).collect();
     let mem_levels: BTreeSet<u64> = users.iter().map(|u| u.mem).filter(|&b| b > 0).collect();
-    for &a in &cpu_levels {
+    let mem_levels = spaced(&mem_levels);
+    for a in spaced(&cpu_levels) {
         for &b in &mem_levels {
             let dominating = users.iter().filter(|u| u.cpu >= a && u.mem >= b);
             if dominating.clone().next().is_none() {

@@ -33,14 +33,37 @@ use crate::topology::Topology;
 use good_lp::{Expression, Variable};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A job's amount per GPU, rounded down to one of 16 levels an octave (0 stays 0): classes
-/// keyed by it stay few, and the level never exceeds the job's amount.
-pub fn level(per_gpu: u64) -> u64 {
-    if per_gpu < 32 {
-        return per_gpu;
+/// How a round rounds its jobs' CPU and memory per GPU down to levels: 2^bits levels an
+/// octave (16 at the finest; [`super::classes::levels`] picks them per round). A level never
+/// exceeds the job's amount, so every row keyed by levels holds whatever the step.
+#[derive(Debug, Clone, Copy)]
+pub struct Levels {
+    bits: u32,
+}
+
+impl Levels {
+    /// The finest step: 2^4 = 16 levels an octave.
+    pub const FINEST: u32 = 4;
+
+    /// 2^bits levels an octave.
+    pub fn new(bits: u32) -> Self {
+        Levels { bits }
     }
-    let step = 1u64 << (63 - per_gpu.leading_zeros() - 4);
-    per_gpu / step * step
+
+    /// Its bits: 2^bits levels an octave.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// The level of an amount per GPU (CPU or memory): rounded down to one of 2^bits levels an
+    /// octave; amounts below 2^(bits + 1) stay as they are.
+    pub fn of_amount(&self, per_gpu: u64) -> u64 {
+        if per_gpu < 2 << self.bits {
+            return per_gpu;
+        }
+        let step = 1u64 << (63 - per_gpu.leading_zeros() - self.bits);
+        per_gpu / step * step
+    }
 }
 
 /// The two resources.

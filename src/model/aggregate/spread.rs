@@ -12,7 +12,7 @@
 //!
 //! pot_n is also capped by the CPU and memory the job could have there: floor((c_n + the
 //! shares of every preemptible job on n) / rho_j), rho_j its CPU per GPU (rounded down to
-//! its level, [`super::resources::level`]), and the same for memory.
+//! its level, [`super::resources::Levels`]), and the same for memory.
 //!
 //! with u_j the job's baseline units ([`Topology::min_units`]) and s the workload's slowdowns.
 //! Levels are joined where that is cheap: a placement inside one rack uses at least U_j^r
@@ -20,7 +20,7 @@
 //! racks, so the floor is min(penalty(U_j^r, 1 rack, 1 pod), penalty(U_j, max(2, R_j), P_j)). The aggregated model prices a start of
 //! j at its value minus this floor, which keeps its bound valid.
 
-use super::resources::level;
+use super::resources::Levels;
 use crate::instance::{Instance, PendingJob};
 use crate::state::{resource_share, ClusterState};
 use crate::topology::{spread_penalty, Span, Topology};
@@ -42,6 +42,8 @@ pub struct SpreadFloor<'a> {
     /// ([`rack_of_units`]).
     unit_rack: Option<Vec<(usize, usize)>>,
     levels: HashMap<ReachKey, Reach>,
+    /// How jobs' CPU and memory per GPU round down to the levels keying `levels`.
+    per_gpu: Levels,
 }
 
 /// (rack, unit) of every node unit, racks ascending; `None` when some unit has nodes in two
@@ -156,7 +158,12 @@ fn node_resources(inst: &Instance) -> Vec<NodeResources> {
 
 impl<'a> SpreadFloor<'a> {
     /// Floors over the GPUs each node offers (`offers`, indexed by node).
-    pub fn new(inst: &'a Instance, topo: &'a Topology, offers: &'a [Vec<(i64, u32)>]) -> Self {
+    pub fn new(
+        inst: &'a Instance,
+        topo: &'a Topology,
+        offers: &'a [Vec<(i64, u32)>],
+        per_gpu: Levels,
+    ) -> Self {
         let (live, live_offers) = live_nodes(inst, topo, offers);
         SpreadFloor {
             inst,
@@ -165,6 +172,7 @@ impl<'a> SpreadFloor<'a> {
             live_offers,
             unit_rack: rack_of_units(inst, topo),
             levels: HashMap::new(),
+            per_gpu,
         }
     }
 
@@ -208,13 +216,13 @@ impl<'a> SpreadFloor<'a> {
 
     /// The reach of job j's key, computed on first use.
     fn reach(&mut self, job: &PendingJob) -> &mut Reach {
-        let per_gpu = |total: u64| level(total / job.gpus.max(1) as u64);
+        let g = job.gpus.max(1) as u64;
         let key = (
             self.topo.type_mask(job),
             job.gpus_per_node,
             job.priority,
-            per_gpu(job.cpu_milli),
-            per_gpu(job.memory_mib),
+            self.per_gpu.of_amount(job.cpu_milli / g),
+            self.per_gpu.of_amount(job.memory_mib / g),
         );
         let (inst, topo) = (self.inst, self.topo);
         let live = (self.live.as_slice(), self.live_offers.as_slice());

@@ -181,6 +181,9 @@ fn solve(
     tracing::debug!(
         seconds = building.elapsed().as_secs_f64(),
         integer,
+        classes = agg.classes.len(),
+        columns = agg.model.columns(),
+        rows = agg.model.constraints.len(),
         "aggregated model built"
     );
     let constant = agg.model.constant;
