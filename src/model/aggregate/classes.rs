@@ -16,6 +16,7 @@ use super::compact::CompactGang;
 use super::packing::TypeTake;
 use super::resources::{Levels, ResourceUse};
 use super::spread::SpreadFloor;
+use super::supply::VictimPriorities;
 use crate::instance::{Instance, PendingJob};
 use crate::model::MipModel;
 use crate::objective::job_value;
@@ -62,16 +63,35 @@ pub struct Demand {
 /// The most classes a round's levels may make: past it the levels get coarser.
 pub const CLASS_BUDGET: usize = 5_000;
 
-/// Whether some node limits CPU, and whether some node limits memory.
-fn limited(inst: &Instance) -> (bool, bool) {
-    (
-        inst.nodes.iter().any(|n| n.cpu_milli.is_some()),
-        inst.nodes.iter().any(|n| n.memory_mib.is_some()),
-    )
+/// What a job's class reads of the round besides the job: whether some node limits CPU,
+/// whether some node limits memory, and the victims' priorities.
+pub struct KeyRules {
+    limited: (bool, bool),
+    victims: VictimPriorities,
 }
 
-/// The class of a GPU job at these levels (`limited`: [`limited`]).
-fn key(topo: &Topology, job: &PendingJob, levels: Levels, limited: (bool, bool)) -> Key {
+impl KeyRules {
+    /// The round's rules.
+    pub fn new(inst: &Instance, victims: VictimPriorities) -> Self {
+        KeyRules {
+            limited: (
+                inst.nodes.iter().any(|n| n.cpu_milli.is_some()),
+                inst.nodes.iter().any(|n| n.memory_mib.is_some()),
+            ),
+            victims,
+        }
+    }
+
+    /// The priority standing for `p` ([`VictimPriorities::stand_in`]).
+    pub fn priority(&self, p: i64) -> i64 {
+        self.victims.stand_in(p)
+    }
+}
+
+/// The class of a GPU job at these levels: its priority is the one standing for it
+/// ([`VictimPriorities::stand_in`]).
+fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> Key {
+    let limited = rules.limited;
     let per_gpu = |limited: bool, total: u64| {
         if limited {
             levels.of_amount(total / job.gpus.max(1) as u64)
@@ -86,7 +106,7 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, limited: (bool, bool))
         job.gpus_per_node,
         job.node_limit() == 1,
         job.tenant,
-        job.priority,
+        rules.priority(job.priority),
         per_gpu(limited.0, job.cpu_milli),
         per_gpu(limited.1, job.memory_mib),
     )
@@ -98,15 +118,14 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, limited: (bool, bool))
 /// 1-16 CPUs and 8-190 GiB per GPU at random make 11,300 classes at 16 levels an octave (a
 /// 1.7 s build, the LP not solved within a 3 s round) and 4,300 at two (0.25 s, solved in
 /// 1.1 s). Every level is at most the job's amount, so the rows hold at any step.
-pub fn levels(inst: &Instance, topo: &Topology) -> Levels {
+pub fn levels(inst: &Instance, topo: &Topology, rules: &KeyRules) -> Levels {
     let jobs: Vec<&PendingJob> = inst.pending.iter().filter(|j| j.gpus > 0).collect();
-    let limited = limited(inst);
     (1..=Levels::FINEST)
         .rev()
         .map(Levels::new)
         .find(|&levels| {
             let classes: std::collections::HashSet<Key> =
-                jobs.iter().map(|j| key(topo, j, levels, limited)).collect();
+                jobs.iter().map(|j| key(topo, j, levels, rules)).collect();
             classes.len() <= CLASS_BUDGET
         })
         .unwrap_or(Levels::new(0))
@@ -117,12 +136,11 @@ pub fn build(
     inst: &Instance,
     topo: &Topology,
     integer: bool,
-    levels: Levels,
+    (levels, rules): (Levels, &KeyRules),
     spread_floor: &mut SpreadFloor,
     m: &mut MipModel,
 ) -> Demand {
     let ntypes = topo.type_names.len();
-    let limited = limited(inst);
     let mut class_of: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
     for (j, job) in inst.pending.iter().enumerate() {
         if job.gpus == 0 {
@@ -138,7 +156,7 @@ pub fn build(
             continue; // no placement of the job exists in any plan
         }
         class_of
-            .entry(key(topo, job, levels, limited))
+            .entry(key(topo, job, levels, rules))
             .or_default()
             .push(j);
     }

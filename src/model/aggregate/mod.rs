@@ -116,9 +116,17 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let before = ClusterState::new(inst);
     let mut m = MipModel::empty();
     let supply = supply::build(inst, topo, &before, integer, &mut m);
-    let levels = classes::levels(inst, topo);
-    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &supply.offers, levels);
-    let demand = classes::build(inst, topo, integer, levels, &mut spread_floor, &mut m);
+    let rules = classes::KeyRules::new(inst, supply.victim_priorities());
+    let levels = classes::levels(inst, topo, &rules);
+    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &supply.offers, (levels, &rules));
+    let demand = classes::build(
+        inst,
+        topo,
+        integer,
+        (levels, &rules),
+        &mut spread_floor,
+        &mut m,
+    );
     capacity::add(&supply, &demand, &mut m);
     resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     let classes::Demand {

@@ -22,7 +22,7 @@ use crate::state::{ClusterState, GpuUse};
 use crate::topology::Topology;
 use crate::units::{gpu_units, MILLI_PER_GPU};
 use good_lp::{variable, Expression, Variable};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Rounds with more candidate victims than this get continuous preemption variables.
 pub const INTEGER_VICTIMS_LIMIT: usize = 200;
@@ -50,6 +50,34 @@ pub struct Supply {
     /// Per node: (priority below which the GPUs are offered, GPUs): the free ones at
     /// `i64::MIN`, then each victim's.
     pub offers: Vec<Vec<(i64, u32)>>,
+}
+
+impl Supply {
+    /// The priorities of the round's candidate victims (on any type or node offer).
+    pub fn victim_priorities(&self) -> VictimPriorities {
+        let on_types = self.victims.iter().flatten().map(|v| v.0);
+        let offered = self.offers.iter().flatten().map(|o| o.0);
+        let all: BTreeSet<i64> = on_types.chain(offered.filter(|&p| p != i64::MIN)).collect();
+        VictimPriorities(all.into_iter().collect())
+    }
+}
+
+/// The priorities of a round's candidate victims, ascending. A pending job's priority matters
+/// to the aggregated model only through which of them it outranks (the GPU rows of
+/// [`super::capacity`], the reach of [`super::spread`]), so jobs of many priorities that
+/// outrank the same victims share a class.
+#[derive(Debug, Clone, Default)]
+pub struct VictimPriorities(Vec<i64>);
+
+impl VictimPriorities {
+    /// The priority standing for `p` in the model: the lowest victim priority at or above it
+    /// (`i64::MAX` above them all). A victim of priority v is below it exactly when v < p,
+    /// and it is at most a victim's priority exactly when p is: every comparison the model
+    /// makes gives what `p` gives.
+    pub fn stand_in(&self, p: i64) -> i64 {
+        let i = self.0.partition_point(|&v| v < p);
+        self.0.get(i).copied().unwrap_or(i64::MAX)
+    }
 }
 
 /// fill(r) for every room r of one GPU: the largest sum of the waiting sharers' shares, each
