@@ -216,7 +216,7 @@ fn cpu_and_memory_count_together_per_node() {
 /// choice.
 #[test]
 fn diverse_requests_get_coarser_levels_and_the_bound_still_holds() {
-    use gangplan::model::aggregate::classes::{levels, KeyRules, CLASS_BUDGET};
+    use gangplan::model::aggregate::classes::{granularity, KeyRules, CLASS_BUDGET};
     use rand::{Rng, SeedableRng};
     let p = GenParams {
         nodes: 520,
@@ -238,8 +238,7 @@ fn diverse_requests_get_coarser_levels_and_the_bound_still_holds() {
     let topo = Arc::new(Topology::new(&inst));
     // Even with every priority standing as one (no victims), 16 levels an octave make more
     // classes than the budget.
-    let rules = KeyRules::new(&inst, Default::default());
-    let chosen = levels(&inst, &topo, &rules);
+    let (chosen, _) = granularity(&inst, &topo, KeyRules::new(&inst, Default::default()));
     assert!(
         chosen.bits() < 4,
         "16 levels an octave kept for diverse requests"

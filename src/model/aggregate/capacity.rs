@@ -5,6 +5,9 @@
 //! ```text
 //! sum_{c: prio_c <= pi} eq_c x_ct <= free_t + shared_t + sum_{k on t: prio_k < pi} g_kt p_k
 //! ```
+//!
+//! A row whose classes are those of the row at the next lower pi is left out: it has as many
+//! victims or more on its right side, so that row implies it.
 
 use super::classes::Demand;
 use super::supply::Supply;
@@ -17,17 +20,18 @@ pub fn add(supply: &Supply, demand: &Demand, m: &mut MipModel) {
     for (t, victims) in supply.victims.iter().enumerate() {
         let mut levels: BTreeSet<i64> = victims.iter().map(|v| v.0).collect();
         levels.insert(i64::MAX);
+        let mut last_count = 0;
         for &pi in &levels {
-            let mut lhs = Expression::from(0.0);
-            let mut any = false;
-            for &(pr, g, x) in &demand.type_users[t] {
-                if pr <= pi {
-                    lhs.add_mul(g, x);
-                    any = true;
-                }
-            }
-            if !any {
+            let users = demand.type_users[t].iter().filter(|u| u.0 <= pi);
+            // The same classes as the last row's, with as many victims or more: implied.
+            let count = users.clone().count();
+            if count == last_count {
                 continue;
+            }
+            last_count = count;
+            let mut lhs = Expression::from(0.0);
+            for &(_, g, x) in users {
+                lhs.add_mul(g, x);
             }
             for &(pk, g, v) in victims {
                 if pk < pi {

@@ -112,23 +112,48 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> K
     )
 }
 
+/// How many of the victims' priorities classes may tell apart, tried in turn after every
+/// victim priority when the classes pass [`CLASS_BUDGET`] at every level.
+const PRIORITY_BANDS: [usize; 4] = [64, 16, 4, 1];
+
 /// The finest levels ([`Levels`]: 16, 8, 4, 2 or 1 an octave) at which the round's pending GPU
-/// jobs make at most [`CLASS_BUDGET`] classes; the coarsest when none does. Where requests
-/// are diverse, finer levels make more classes than a round's time solves: 20,000 jobs asking
-/// 1-16 CPUs and 8-190 GiB per GPU at random make 11,300 classes at 16 levels an octave (a
-/// 1.7 s build, the LP not solved within a 3 s round) and 4,300 at two (0.25 s, solved in
-/// 1.1 s). Every level is at most the job's amount, so the rows hold at any step.
-pub fn levels(inst: &Instance, topo: &Topology, rules: &KeyRules) -> Levels {
+/// jobs make at most [`CLASS_BUDGET`] classes; past the coarsest, the same with the victims'
+/// priorities in fewer bands ([`PRIORITY_BANDS`], [`VictimPriorities::banded`]); the coarsest
+/// of both when none fits. Where requests are diverse, finer levels make more classes than a
+/// round's time solves: 20,000 jobs asking 1-16 CPUs and 8-190 GiB per GPU at random make
+/// 11,300 classes at 16 levels an octave (a 1.7 s build, the LP not solved within a 3 s
+/// round) and 4,300 at two (0.25 s, solved in 1.1 s). Every level is at most the job's
+/// amount and every band's priority at least the job's stand-in, so the rows hold at any step.
+pub fn granularity(inst: &Instance, topo: &Topology, rules: KeyRules) -> (Levels, KeyRules) {
     let jobs: Vec<&PendingJob> = inst.pending.iter().filter(|j| j.gpus > 0).collect();
-    (1..=Levels::FINEST)
-        .rev()
-        .map(Levels::new)
-        .find(|&levels| {
-            let classes: std::collections::HashSet<Key> =
-                jobs.iter().map(|j| key(topo, j, levels, rules)).collect();
-            classes.len() <= CLASS_BUDGET
-        })
-        .unwrap_or(Levels::new(0))
+    let fits = |levels: Levels, rules: &KeyRules| {
+        let classes: std::collections::HashSet<Key> =
+            jobs.iter().map(|j| key(topo, j, levels, rules)).collect();
+        classes.len() <= CLASS_BUDGET
+    };
+    let finest = |rules: &KeyRules| {
+        (1..=Levels::FINEST)
+            .rev()
+            .map(Levels::new)
+            .find(|&levels| fits(levels, rules))
+    };
+    if let Some(levels) = finest(&rules) {
+        return (levels, rules);
+    }
+    for bands in PRIORITY_BANDS {
+        let banded = KeyRules {
+            victims: rules.victims.banded(bands),
+            ..rules
+        };
+        if let Some(levels) = finest(&banded) {
+            return (levels, banded);
+        }
+    }
+    let coarsest = KeyRules {
+        victims: rules.victims.banded(1),
+        ..rules
+    };
+    (Levels::new(0), coarsest)
 }
 
 /// Group the jobs into classes and add their variables and value rows.

@@ -117,7 +117,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let mut m = MipModel::empty();
     let supply = supply::build(inst, topo, &before, integer, &mut m);
     let rules = classes::KeyRules::new(inst, supply.victim_priorities());
-    let levels = classes::levels(inst, topo, &rules);
+    let (levels, rules) = classes::granularity(inst, topo, rules);
     let mut spread_floor = spread::SpreadFloor::new(inst, topo, &supply.offers, (levels, &rules));
     let demand = classes::build(
         inst,

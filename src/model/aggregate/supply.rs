@@ -78,6 +78,18 @@ impl VictimPriorities {
         let i = self.0.partition_point(|&v| v < p);
         self.0.get(i).copied().unwrap_or(i64::MAX)
     }
+
+    /// At most `bands` of these priorities, evenly spaced from the lowest, the highest kept:
+    /// a job's stand-in among them is at or above its stand-in among all, so its class
+    /// outranks at least the victims it does (a relaxation: more reach, fewer GPU rows).
+    pub fn banded(&self, bands: usize) -> Self {
+        let n = self.0.len();
+        if n <= bands || bands == 0 {
+            return self.clone();
+        }
+        let kept = (1..=bands).map(|i| self.0[i * n / bands - 1]);
+        VictimPriorities(kept.collect())
+    }
 }
 
 /// fill(r) for every room r of one GPU: the largest sum of the waiting sharers' shares, each
@@ -310,5 +322,29 @@ pending:
             offer.victims.iter().map(|v| v.0).collect::<Vec<_>>(),
             vec![1]
         );
+    }
+
+    /// A priority stands for itself among the victims' (the lowest at or above it), and in
+    /// bands for one at or above that: it outranks the victims it did, perhaps more.
+    #[test]
+    fn stand_ins_keep_or_widen_the_victims_a_job_outranks() {
+        let all = VictimPriorities(vec![1, 3, 5, 7]);
+        let stand = |v: &VictimPriorities| (-1..=9).map(|p| v.stand_in(p)).collect::<Vec<_>>();
+        let m = i64::MAX;
+        assert_eq!(stand(&all), vec![1, 1, 1, 3, 3, 5, 5, 7, 7, m, m]);
+        let two = all.banded(2);
+        assert_eq!(two.0, vec![3, 7]);
+        for (p, (a, b)) in (-1..=9).zip(stand(&all).into_iter().zip(stand(&two))) {
+            assert!(b >= a, "priority {p}: banded {b} below {a}");
+            // Every victim the job outranks stays below its stand-in.
+            for &v in &all.0 {
+                assert!(
+                    v >= p || v < b,
+                    "priority {p} outranks {v}, its stand-in {b} not"
+                );
+            }
+        }
+        assert_eq!(all.banded(1).0, vec![7]);
+        assert_eq!(all.banded(9).0, all.0);
     }
 }
