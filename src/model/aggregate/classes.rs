@@ -82,9 +82,9 @@ impl KeyRules {
         }
     }
 
-    /// The priority standing for `p` ([`VictimPriorities::stand_in`]).
-    pub fn priority(&self, p: i64) -> i64 {
-        self.victims.stand_in(p)
+    /// The victims' priorities whose stand-ins key the classes.
+    pub fn victims(&self) -> &VictimPriorities {
+        &self.victims
     }
 }
 
@@ -106,7 +106,7 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> K
         job.gpus_per_node,
         job.node_limit() == 1,
         job.tenant,
-        rules.priority(job.priority),
+        rules.victims.stand_in(job.priority),
         per_gpu(limited.0, job.cpu_milli),
         per_gpu(limited.1, job.memory_mib),
     )
@@ -116,10 +116,10 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> K
 /// victim priority when the classes pass [`CLASS_BUDGET`] at every level.
 const PRIORITY_BANDS: [usize; 4] = [64, 16, 4, 1];
 
-/// The finest levels ([`Levels`]: 16, 8, 4, 2 or 1 an octave) at which the round's pending GPU
-/// jobs make at most [`CLASS_BUDGET`] classes; past the coarsest, the same with the victims'
-/// priorities in fewer bands ([`PRIORITY_BANDS`], [`VictimPriorities::banded`]); the coarsest
-/// of both when none fits. Where requests are diverse, finer levels make more classes than a
+/// The finest levels ([`Levels`]: 16, 8, 4 or 2 an octave) at which the round's pending GPU
+/// jobs make at most [`CLASS_BUDGET`] classes; where even two levels an octave make more, the
+/// same with the victims' priorities in fewer bands ([`PRIORITY_BANDS`],
+/// [`VictimPriorities::banded`]); one level an octave and one band when none fits. Where requests are diverse, finer levels make more classes than a
 /// round's time solves: 20,000 jobs asking 1-16 CPUs and 8-190 GiB per GPU at random make
 /// 11,300 classes at 16 levels an octave (a 1.7 s build, the LP not solved within a 3 s
 /// round) and 4,300 at two (0.25 s, solved in 1.1 s). Every level is at most the job's

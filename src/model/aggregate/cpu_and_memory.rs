@@ -21,8 +21,9 @@
 //! resource, the pairs use that many of them, evenly spaced from the lowest: the rows stay at
 //! most [`MOST_LEVELS`]^2 per type.
 
-use super::resources::{NodeRoom, ResourceUse};
+use super::resources::{NodeRoom, ResourceUse, Rooms};
 use crate::model::MipModel;
+use crate::topology::Topology;
 use good_lp::Expression;
 use std::collections::BTreeSet;
 
@@ -50,8 +51,18 @@ fn held(room: &NodeRoom, per_gpu: u64) -> (u64, u64) {
     }
 }
 
-/// Add the rows of one type (`cpu` and `mem`: the type's nodes' rooms, in the same order).
-pub fn add(users: &[ResourceUse], cpu: &[&NodeRoom], mem: &[&NodeRoom], m: &mut MipModel) {
+/// Add the rows of every type (`resource_users`: per type, the classes' uses).
+pub fn add(topo: &Topology, resource_users: &[Vec<ResourceUse>], rooms: &Rooms, m: &mut MipModel) {
+    for (t, users) in resource_users.iter().enumerate() {
+        let nodes = (0..topo.node_type.len()).filter(|&n| topo.node_type[n] == t);
+        let (cpu, mem): (Vec<&NodeRoom>, Vec<&NodeRoom>) =
+            nodes.map(|n| (&rooms.cpu[n], &rooms.mem[n])).unzip();
+        type_rows(users, &cpu, &mem, m);
+    }
+}
+
+/// The rows of one type (`cpu` and `mem`: the type's nodes' rooms, in the same order).
+fn type_rows(users: &[ResourceUse], cpu: &[&NodeRoom], mem: &[&NodeRoom], m: &mut MipModel) {
     let cpu_levels: BTreeSet<u64> = users.iter().map(|u| u.cpu).filter(|&a| a > 0).collect();
     let mem_levels: BTreeSet<u64> = users.iter().map(|u| u.mem).filter(|&b| b > 0).collect();
     let mem_levels = spaced(&mem_levels);

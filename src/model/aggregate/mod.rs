@@ -118,7 +118,8 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let supply = supply::build(inst, topo, &before, integer, &mut m);
     let rules = classes::KeyRules::new(inst, supply.victim_priorities());
     let (levels, rules) = classes::granularity(inst, topo, rules);
-    let mut spread_floor = spread::SpreadFloor::new(inst, topo, &supply.offers, (levels, &rules));
+    let mut spread_floor =
+        spread::SpreadFloor::new(inst, topo, &supply.offers, (levels, rules.victims()));
     let demand = classes::build(
         inst,
         topo,
@@ -128,7 +129,8 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         &mut m,
     );
     capacity::add(&supply, &demand, &mut m);
-    resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
+    let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
+    cpu_and_memory::add(topo, &demand.resource_users, &rooms, &mut m);
     let classes::Demand {
         classes,
         takes,

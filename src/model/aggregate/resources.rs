@@ -34,7 +34,7 @@ use good_lp::{Expression, Variable};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How a round rounds its jobs' CPU and memory per GPU down to levels: 2^bits levels an
-/// octave (16 at the finest; [`super::classes::levels`] picks them per round). A level never
+/// octave (16 at the finest; [`super::classes::granularity`] picks them per round). A level never
 /// exceeds the job's amount, so every row keyed by levels holds whatever the step.
 #[derive(Debug, Clone, Copy)]
 pub struct Levels {
@@ -112,7 +112,8 @@ impl ResourceUse {
     }
 }
 
-/// Add the CPU and memory rows of every type (`resource_users`: per type, the classes' uses).
+/// Add the CPU and memory rows of every type (`resource_users`: per type, the classes' uses);
+/// every node's rooms, for [`super::cpu_and_memory`].
 pub fn add(
     inst: &Instance,
     topo: &Topology,
@@ -120,7 +121,7 @@ pub fn add(
     supply: &Supply,
     resource_users: &[Vec<ResourceUse>],
     m: &mut MipModel,
-) {
+) -> Rooms {
     let cpu = node_rooms(inst, before, supply, Resource::Cpu);
     let mem = node_rooms(inst, before, supply, Resource::Memory);
     for (t, users) in resource_users.iter().enumerate() {
@@ -131,8 +132,16 @@ pub fn add(
         let mem_rooms: Vec<&NodeRoom> = nodes.iter().map(|&n| &mem[n]).collect();
         type_rows(users, &cpu_rooms, Resource::Cpu, m);
         type_rows(users, &mem_rooms, Resource::Memory, m);
-        super::cpu_and_memory::add(users, &cpu_rooms, &mem_rooms, m);
     }
+    Rooms { cpu, mem }
+}
+
+/// Every node's room for CPU and for memory, by node index.
+pub struct Rooms {
+    /// CPU.
+    pub cpu: Vec<NodeRoom>,
+    /// Memory.
+    pub mem: Vec<NodeRoom>,
 }
 
 /// The rows of one type and resource, over its classes and nodes.

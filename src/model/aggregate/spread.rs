@@ -20,8 +20,8 @@
 //! racks, so the floor is min(penalty(U_j^r, 1 rack, 1 pod), penalty(U_j, max(2, R_j), P_j)). The aggregated model prices a start of
 //! j at its value minus this floor, which keeps its bound valid.
 
-use super::classes::KeyRules;
 use super::resources::Levels;
+use super::supply::VictimPriorities;
 use crate::instance::{Instance, PendingJob};
 use crate::state::{resource_share, ClusterState};
 use crate::topology::{spread_penalty, Span, Topology};
@@ -45,8 +45,8 @@ pub struct SpreadFloor<'a> {
     levels: HashMap<ReachKey, Reach>,
     /// How jobs' CPU and memory per GPU round down to the levels keying `levels`.
     per_gpu: Levels,
-    /// The priorities standing for jobs' in `levels`' keys.
-    rules: &'a KeyRules,
+    /// The victims' priorities whose stand-ins key `levels` in place of jobs' priorities.
+    victims: &'a VictimPriorities,
 }
 
 /// (rack, unit) of every node unit, racks ascending; `None` when some unit has nodes in two
@@ -165,7 +165,7 @@ impl<'a> SpreadFloor<'a> {
         inst: &'a Instance,
         topo: &'a Topology,
         offers: &'a [Vec<(i64, u32)>],
-        (per_gpu, rules): (Levels, &'a KeyRules),
+        (per_gpu, victims): (Levels, &'a VictimPriorities),
     ) -> Self {
         let (live, live_offers) = live_nodes(inst, topo, offers);
         SpreadFloor {
@@ -176,7 +176,7 @@ impl<'a> SpreadFloor<'a> {
             unit_rack: rack_of_units(inst, topo),
             levels: HashMap::new(),
             per_gpu,
-            rules,
+            victims,
         }
     }
 
@@ -224,7 +224,7 @@ impl<'a> SpreadFloor<'a> {
         let key = (
             self.topo.type_mask(job),
             job.gpus_per_node,
-            self.rules.priority(job.priority),
+            self.victims.stand_in(job.priority),
             self.per_gpu.of_amount(job.cpu_milli / g),
             self.per_gpu.of_amount(job.memory_mib / g),
         );
