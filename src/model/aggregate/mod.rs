@@ -118,6 +118,11 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let supply = supply::build(inst, topo, &before, integer, &mut m);
     let rules = classes::KeyRules::new(inst, supply.victim_priorities());
     let (levels, rules) = classes::granularity(inst, topo, rules);
+    tracing::debug!(
+        levels_per_octave = 1u32 << levels.bits(),
+        victim_priorities = rules.victims().len(),
+        "aggregated model's classes: CPU and memory levels, victims' priorities told apart"
+    );
     let mut spread_floor =
         spread::SpreadFloor::new(inst, topo, &supply.offers, (levels, rules.victims()));
     let demand = classes::build(

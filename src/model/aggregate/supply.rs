@@ -70,6 +70,16 @@ impl Supply {
 pub struct VictimPriorities(Vec<i64>);
 
 impl VictimPriorities {
+    /// How many priorities.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The priority standing for `p` in the model: the lowest victim priority at or above it
     /// (`i64::MAX` above them all). A victim of priority v is below it exactly when v < p,
     /// and it is at most a victim's priority exactly when p is: every comparison the model
