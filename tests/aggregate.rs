@@ -238,7 +238,7 @@ fn diverse_requests_get_coarser_levels_and_the_bound_still_holds() {
     let topo = Arc::new(Topology::new(&inst));
     // Even with every priority standing as one (no victims), 16 levels an octave make more
     // classes than the budget.
-    let (chosen, _) = granularity(&inst, &topo, KeyRules::new(&inst, Default::default()));
+    let chosen = granularity(&inst, &topo, KeyRules::new(&inst, Default::default())).levels();
     assert!(
         chosen.bits() < 4,
         "16 levels an octave kept for diverse requests"

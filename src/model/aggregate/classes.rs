@@ -64,37 +64,53 @@ pub struct Demand {
 pub const CLASS_BUDGET: usize = 5_000;
 
 /// What a job's class reads of the round besides the job: whether some node limits CPU,
-/// whether some node limits memory, and the victims' priorities.
+/// whether some node limits memory, the levels of CPU and memory per GPU, and the victims'
+/// priorities.
 pub struct KeyRules {
     limited: (bool, bool),
+    levels: Levels,
     victims: VictimPriorities,
 }
 
 impl KeyRules {
-    /// The round's rules.
+    /// The round's rules at the finest levels, every victim priority told apart.
     pub fn new(inst: &Instance, victims: VictimPriorities) -> Self {
         KeyRules {
             limited: (
                 inst.nodes.iter().any(|n| n.cpu_milli.is_some()),
                 inst.nodes.iter().any(|n| n.memory_mib.is_some()),
             ),
+            levels: Levels::new(Levels::FINEST),
             victims,
         }
+    }
+
+    /// The levels of CPU and memory per GPU that key the classes.
+    pub fn levels(&self) -> Levels {
+        self.levels
     }
 
     /// The victims' priorities whose stand-ins key the classes.
     pub fn victims(&self) -> &VictimPriorities {
         &self.victims
     }
+
+    /// The same rules at other levels and victims' priorities.
+    fn with(&self, levels: Levels, victims: &VictimPriorities) -> Self {
+        KeyRules {
+            limited: self.limited,
+            levels,
+            victims: victims.clone(),
+        }
+    }
 }
 
-/// The class of a GPU job at these levels: its priority is the one standing for it
+/// The class of a GPU job under these rules: its priority is the one standing for it
 /// ([`VictimPriorities::stand_in`]).
-fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> Key {
-    let limited = rules.limited;
+fn key(topo: &Topology, job: &PendingJob, rules: &KeyRules) -> Key {
     let per_gpu = |limited: bool, total: u64| {
         if limited {
-            levels.of_amount(total / job.gpus.max(1) as u64)
+            rules.levels.of_amount(total / job.gpus.max(1) as u64)
         } else {
             0
         }
@@ -107,8 +123,8 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> K
         job.node_limit() == 1,
         job.tenant,
         rules.victims.stand_in(job.priority),
-        per_gpu(limited.0, job.cpu_milli),
-        per_gpu(limited.1, job.memory_mib),
+        per_gpu(rules.limited.0, job.cpu_milli),
+        per_gpu(rules.limited.1, job.memory_mib),
     )
 }
 
@@ -116,44 +132,38 @@ fn key(topo: &Topology, job: &PendingJob, levels: Levels, rules: &KeyRules) -> K
 /// victim priority when the classes pass [`CLASS_BUDGET`] at every level.
 const PRIORITY_BANDS: [usize; 4] = [64, 16, 4, 1];
 
-/// The finest levels ([`Levels`]: 16, 8, 4 or 2 an octave) at which the round's pending GPU
-/// jobs make at most [`CLASS_BUDGET`] classes; where even two levels an octave make more, the
-/// same with the victims' priorities in fewer bands ([`PRIORITY_BANDS`],
-/// [`VictimPriorities::banded`]); one level an octave and one band when none fits. Where requests are diverse, finer levels make more classes than a
-/// round's time solves: 20,000 jobs asking 1-16 CPUs and 8-190 GiB per GPU at random make
-/// 11,300 classes at 16 levels an octave (a 1.7 s build, the LP not solved within a 3 s
-/// round) and 4,300 at two (0.25 s, solved in 1.1 s). Every level is at most the job's
-/// amount and every band's priority at least the job's stand-in, so the rows hold at any step.
-pub fn granularity(inst: &Instance, topo: &Topology, rules: KeyRules) -> (Levels, KeyRules) {
+/// The rules at the finest levels ([`Levels`]: 16, 8, 4 or 2 an octave) at which the round's
+/// pending GPU jobs make at most [`CLASS_BUDGET`] classes; where even two levels an octave
+/// make more, the same with the victims' priorities in fewer bands ([`PRIORITY_BANDS`],
+/// [`VictimPriorities::banded`]); one level an octave and one band when none fits. Where
+/// requests are diverse, finer levels make more classes than a round's time solves: 20,000
+/// jobs asking 1-16 CPUs and 8-190 GiB per GPU at random make 11,300 classes at 16 levels an
+/// octave (a 1.7 s build, the LP not solved within a 3 s round) and 4,300 at two (0.25 s,
+/// solved in 1.1 s). Every level is at most the job's amount and every band's priority at
+/// least the job's stand-in, so the rows hold at any step.
+pub fn granularity(inst: &Instance, topo: &Topology, rules: KeyRules) -> KeyRules {
     let jobs: Vec<&PendingJob> = inst.pending.iter().filter(|j| j.gpus > 0).collect();
-    let fits = |levels: Levels, rules: &KeyRules| {
+    let fits = |rules: &KeyRules| {
         let classes: std::collections::HashSet<Key> =
-            jobs.iter().map(|j| key(topo, j, levels, rules)).collect();
+            jobs.iter().map(|j| key(topo, j, rules)).collect();
         classes.len() <= CLASS_BUDGET
     };
-    let finest = |rules: &KeyRules| {
-        (1..=Levels::FINEST)
-            .rev()
-            .map(Levels::new)
-            .find(|&levels| fits(levels, rules))
-    };
-    if let Some(levels) = finest(&rules) {
-        return (levels, rules);
-    }
-    for bands in PRIORITY_BANDS {
-        let banded = KeyRules {
-            victims: rules.victims.banded(bands),
-            ..rules
-        };
-        if let Some(levels) = finest(&banded) {
-            return (levels, banded);
+    let mut tried: Option<VictimPriorities> = None;
+    let bands = PRIORITY_BANDS.iter().map(|&b| rules.victims.banded(b));
+    for victims in std::iter::once(rules.victims.clone()).chain(bands) {
+        // Fewer victim priorities than bands leave them as they were: tried already.
+        if tried.as_ref() == Some(&victims) {
+            continue;
         }
+        for bits in (1..=Levels::FINEST).rev() {
+            let candidate = rules.with(Levels::new(bits), &victims);
+            if fits(&candidate) {
+                return candidate;
+            }
+        }
+        tried = Some(victims);
     }
-    let coarsest = KeyRules {
-        victims: rules.victims.banded(1),
-        ..rules
-    };
-    (Levels::new(0), coarsest)
+    rules.with(Levels::new(0), &rules.victims.banded(1))
 }
 
 /// Group the jobs into classes and add their variables and value rows.
@@ -161,7 +171,7 @@ pub fn build(
     inst: &Instance,
     topo: &Topology,
     integer: bool,
-    (levels, rules): (Levels, &KeyRules),
+    rules: &KeyRules,
     spread_floor: &mut SpreadFloor,
     m: &mut MipModel,
 ) -> Demand {
@@ -180,10 +190,7 @@ pub fn build(
         if !spread_floor.can_start(job) {
             continue; // no placement of the job exists in any plan
         }
-        class_of
-            .entry(key(topo, job, levels, rules))
-            .or_default()
-            .push(j);
+        class_of.entry(key(topo, job, rules)).or_default().push(j);
     }
     let mut demand = Demand {
         type_users: vec![Vec::new(); ntypes],

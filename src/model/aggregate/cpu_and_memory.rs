@@ -23,7 +23,6 @@
 
 use super::resources::{NodeRoom, ResourceUse, Rooms};
 use crate::model::MipModel;
-use crate::topology::Topology;
 use good_lp::Expression;
 use std::collections::BTreeSet;
 
@@ -42,21 +41,10 @@ fn spaced(levels: &BTreeSet<u64>) -> Vec<u64> {
         .collect()
 }
 
-/// What one node holds of jobs of at least `per_gpu` per GPU by one resource: GPUs now, and
-/// at most once every victim is gone (`u64::MAX`: unlimited).
-fn held(room: &NodeRoom, per_gpu: u64) -> (u64, u64) {
-    match (room.left, room.size) {
-        (Some(left), Some(size)) => (left.max(0) as u64 / per_gpu, size / per_gpu),
-        _ => (u64::MAX, u64::MAX),
-    }
-}
-
 /// Add the rows of every type (`resource_users`: per type, the classes' uses).
-pub fn add(topo: &Topology, resource_users: &[Vec<ResourceUse>], rooms: &Rooms, m: &mut MipModel) {
+pub fn add(resource_users: &[Vec<ResourceUse>], rooms: &Rooms, m: &mut MipModel) {
     for (t, users) in resource_users.iter().enumerate() {
-        let nodes = (0..topo.node_type.len()).filter(|&n| topo.node_type[n] == t);
-        let (cpu, mem): (Vec<&NodeRoom>, Vec<&NodeRoom>) =
-            nodes.map(|n| (&rooms.cpu[n], &rooms.mem[n])).unzip();
+        let (cpu, mem) = rooms.of_type(t);
         type_rows(users, &cpu, &mem, m);
     }
 }
@@ -100,7 +88,10 @@ fn pair_rhs(cpu: &[&NodeRoom], mem: &[&NodeRoom], a: u64, b: u64) -> Option<Pair
     let mut victims = Vec::new();
     for (rc, rm) in cpu.iter().zip(mem) {
         let (free, usable) = (rc.free as u64, rc.usable as u64);
-        let ((c_now, c_most), (m_now, m_most)) = (held(rc, a), held(rm, b));
+        // GPUs of such jobs the node holds by each resource, now and at most (none: unlimited).
+        let unlimited = (u64::MAX, u64::MAX);
+        let (c_now, c_most) = rc.blocks(a).unwrap_or(unlimited);
+        let (m_now, m_most) = rm.blocks(b).unwrap_or(unlimited);
         let now = free.min(c_now).min(m_now);
         let most = usable.min(c_most).min(m_most);
         room += now;

@@ -117,25 +117,18 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let mut m = MipModel::empty();
     let supply = supply::build(inst, topo, &before, integer, &mut m);
     let rules = classes::KeyRules::new(inst, supply.victim_priorities());
-    let (levels, rules) = classes::granularity(inst, topo, rules);
+    let rules = classes::granularity(inst, topo, rules);
     tracing::debug!(
-        levels_per_octave = 1u32 << levels.bits(),
+        levels_per_octave = 1u32 << rules.levels().bits(),
         victim_priorities = rules.victims().len(),
         "aggregated model's classes: CPU and memory levels, victims' priorities told apart"
     );
     let mut spread_floor =
-        spread::SpreadFloor::new(inst, topo, &supply.offers, (levels, rules.victims()));
-    let demand = classes::build(
-        inst,
-        topo,
-        integer,
-        (levels, &rules),
-        &mut spread_floor,
-        &mut m,
-    );
+        spread::SpreadFloor::new(inst, topo, &supply.offers, rules.levels(), rules.victims());
+    let demand = classes::build(inst, topo, integer, &rules, &mut spread_floor, &mut m);
     capacity::add(&supply, &demand, &mut m);
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
-    cpu_and_memory::add(topo, &demand.resource_users, &rooms, &mut m);
+    cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);
     let classes::Demand {
         classes,
         takes,

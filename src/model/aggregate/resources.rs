@@ -74,13 +74,25 @@ enum Resource {
 }
 
 /// What one node offers one resource: free and usable GPUs, the resource left and its size
-/// (`None`: unlimited), and (GPUs, amount, p_k) of each victim on it.
+/// (`None`: unlimited), and (GPUs, amount, p_k) of each victim on it, by running job index
+/// (the same order in the CPU and the memory room of a node).
 pub struct NodeRoom {
     pub free: u32,
     pub usable: u32,
     pub left: Option<i64>,
     pub size: Option<u64>,
     pub victims: Vec<(u32, u64, Variable)>,
+}
+
+impl NodeRoom {
+    /// Blocks of `per_block` of the resource the node holds: in what is left now, and at most
+    /// (its size); `None` where the node has no size for it (unlimited).
+    pub fn blocks(&self, per_block: u64) -> Option<(u64, u64)> {
+        match (self.left, self.size) {
+            (Some(left), Some(size)) => Some((left.max(0) as u64 / per_block, size / per_block)),
+            _ => None,
+        }
+    }
 }
 
 /// What a class of whole GPUs asks of a type, for these rows.
@@ -122,26 +134,39 @@ pub fn add(
     resource_users: &[Vec<ResourceUse>],
     m: &mut MipModel,
 ) -> Rooms {
-    let cpu = node_rooms(inst, before, supply, Resource::Cpu);
-    let mem = node_rooms(inst, before, supply, Resource::Memory);
-    for (t, users) in resource_users.iter().enumerate() {
-        let nodes: Vec<usize> = (0..inst.nodes.len())
-            .filter(|&n| topo.node_type[n] == t)
-            .collect();
-        let cpu_rooms: Vec<&NodeRoom> = nodes.iter().map(|&n| &cpu[n]).collect();
-        let mem_rooms: Vec<&NodeRoom> = nodes.iter().map(|&n| &mem[n]).collect();
-        type_rows(users, &cpu_rooms, Resource::Cpu, m);
-        type_rows(users, &mem_rooms, Resource::Memory, m);
+    let mut of_type = vec![Vec::new(); topo.type_names.len()];
+    for (n, &t) in topo.node_type.iter().enumerate() {
+        of_type[t].push(n);
     }
-    Rooms { cpu, mem }
+    let rooms = Rooms {
+        cpu: node_rooms(inst, before, supply, Resource::Cpu),
+        mem: node_rooms(inst, before, supply, Resource::Memory),
+        of_type,
+    };
+    for (t, users) in resource_users.iter().enumerate() {
+        let (cpu, mem) = rooms.of_type(t);
+        type_rows(users, &cpu, Resource::Cpu, m);
+        type_rows(users, &mem, Resource::Memory, m);
+    }
+    rooms
 }
 
-/// Every node's room for CPU and for memory, by node index.
+/// Every node's room for CPU and for memory, by node index, and each type's nodes.
 pub struct Rooms {
-    /// CPU.
-    pub cpu: Vec<NodeRoom>,
-    /// Memory.
-    pub mem: Vec<NodeRoom>,
+    cpu: Vec<NodeRoom>,
+    mem: Vec<NodeRoom>,
+    of_type: Vec<Vec<usize>>,
+}
+
+impl Rooms {
+    /// The CPU and the memory rooms of type t's nodes, in the same node order.
+    pub fn of_type(&self, t: usize) -> (Vec<&NodeRoom>, Vec<&NodeRoom>) {
+        let nodes = &self.of_type[t];
+        (
+            nodes.iter().map(|&n| &self.cpu[n]).collect(),
+            nodes.iter().map(|&n| &self.mem[n]).collect(),
+        )
+    }
 }
 
 /// The rows of one type and resource, over its classes and nodes.
@@ -192,7 +217,7 @@ fn row_terms(nodes: &[&NodeRoom], rho: u64, l: u32) -> Option<RowTerms> {
     let per_block = rho * l as u64;
     for room in nodes {
         let by_gpus = (room.free / l) as u64;
-        let (Some(left), Some(size)) = (room.left, room.size) else {
+        let Some((now, size_blocks)) = room.blocks(per_block) else {
             cap += by_gpus as f64;
             victims.extend(
                 room.victims
@@ -201,8 +226,8 @@ fn row_terms(nodes: &[&NodeRoom], rho: u64, l: u32) -> Option<RowTerms> {
             );
             continue;
         };
-        let fit = (left.max(0) as u64 / per_block).min(by_gpus);
-        let most = (size / per_block).min((room.usable / l) as u64);
+        let fit = now.min(by_gpus);
+        let most = size_blocks.min((room.usable / l) as u64);
         cut |= fit < by_gpus;
         cap += fit as f64;
         if fit < most {

@@ -165,7 +165,8 @@ impl<'a> SpreadFloor<'a> {
         inst: &'a Instance,
         topo: &'a Topology,
         offers: &'a [Vec<(i64, u32)>],
-        (per_gpu, victims): (Levels, &'a VictimPriorities),
+        per_gpu: Levels,
+        victims: &'a VictimPriorities,
     ) -> Self {
         let (live, live_offers) = live_nodes(inst, topo, offers);
         SpreadFloor {

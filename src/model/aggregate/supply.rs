@@ -66,7 +66,7 @@ impl Supply {
 /// to the aggregated model only through which of them it outranks (the GPU rows of
 /// [`super::capacity`], the reach of [`super::spread`]), so jobs of many priorities that
 /// outrank the same victims share a class.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VictimPriorities(Vec<i64>);
 
 impl VictimPriorities {
