@@ -9,8 +9,10 @@ Modes: `slurm` (submitted plainly to partition gpu, Slurm schedules), `serve` an
 installs it for partition gangplan), `serve-lua` (submitted plainly to partition gangplan: the
 plugin holds every GPU job; serve runs with --no-admission) and `serve-admit` (the same, and
 serve writes the admission file the plugin reads, $GANGPLAN_ADMISSION_FILE, so a one-node job
-that fits is admitted at its submission). The column `admitted` counts the jobs the plugin
-admitted.
+that fits is admitted at its submission), and `serve-epilog`: serve-admit with serve taking
+end notices from the nodes' Epilog (`--listen $GANGPLAN_EPILOG_LISTEN`; the lab of
+stream-bench.sh installs scripts/gangplan-epilog.sh as every node's Epilog, in every mode: with
+nobody listening it exits at once). The column `admitted` counts the jobs the plugin admitted.
 
     stream-bench.py run --seeds 1 2 3 --runs 2 --modes slurm serve cron --out DIR
 
@@ -91,17 +93,22 @@ def active(tag):
 # Per mode: the sbatch flags of a job, and the flags of `slurm serve` (None: the mode runs no
 # serve).
 SUBMIT = {"slurm": ["-p", "gpu"], "serve": ["-p", "gpu", "--hold"], "cron": ["-p", "gpu", "--hold"],
-          "serve-lua": ["-p", "gangplan"], "serve-admit": ["-p", "gangplan"]}
+          "serve-lua": ["-p", "gangplan"], "serve-admit": ["-p", "gangplan"],
+          "serve-epilog": ["-p", "gangplan"]}
 
 
 def serve_mode_flags(mode):
     """Flags of `slurm serve` for a serve mode: the admission file the lab's plugin reads for
-    serve-admit, none for serve-lua (the plugin holds every job), the defaults for serve."""
-    if mode == "serve-admit":
+    serve-admit, and the Epilog's address too for serve-epilog, none for serve-lua (the plugin
+    holds every job), the defaults for serve."""
+    if mode in ("serve-admit", "serve-epilog"):
         path = os.environ.get("GANGPLAN_ADMISSION_FILE")
         if not path:
-            sys.exit("stream-bench: serve-admit needs GANGPLAN_ADMISSION_FILE (stream-bench.sh sets it)")
-        return ["--admission-file", path]
+            sys.exit(f"stream-bench: {mode} needs GANGPLAN_ADMISSION_FILE (stream-bench.sh sets it)")
+        listen = os.environ.get("GANGPLAN_EPILOG_LISTEN")
+        if mode == "serve-epilog" and not listen:
+            sys.exit("stream-bench: serve-epilog needs GANGPLAN_EPILOG_LISTEN (stream-bench.sh sets it)")
+        return ["--admission-file", path] + (["--listen", listen] if mode == "serve-epilog" else [])
     return ["--no-admission"] if mode == "serve-lua" else []
 
 

@@ -14,9 +14,14 @@ state=${STREAM_BENCH_STATE:-${TMPDIR:-/tmp}/gangplan-stream-lab}
 # gangplan's job_submit.lua holds GPU jobs of partition gangplan (modes serve-lua and
 # serve-admit) and admits by the admission file named here (slurmctld inherits the variable).
 export GANGPLAN_ADMISSION_FILE=$state/admission
+# Every node's Epilog (scripts/gangplan-epilog.sh) tells this address of job ends: mode
+# serve-epilog listens there; in the other modes nobody does and the Epilog exits at once.
+port_base=${STREAM_BENCH_PORT_BASE:-18800}
+export GANGPLAN_EPILOG_LISTEN=127.0.0.1:$((port_base + 40))
 SLURM_LAB_NODES=32 SLURM_LAB_RACKS=4 SLURM_LAB_GPUS=8 SLURM_LAB_ACCOUNTING=0 \
   SLURM_LAB_JOB_SUBMIT_LUA=scripts/job_submit.lua SLURM_LAB_MANAGED_PARTITION=gangplan \
-  SLURM_LAB_PORT_BASE=${STREAM_BENCH_PORT_BASE:-18800} \
+  SLURM_LAB_EPILOG=scripts/gangplan-epilog.sh SLURM_LAB_EPILOG_LISTEN=$GANGPLAN_EPILOG_LISTEN \
+  SLURM_LAB_PORT_BASE=$port_base \
   scripts/slurm-lab/start-slurm.sh "$state" >"${state%/}.log" 2>&1 || {
   echo "stream-bench: the lab did not start; see ${state%/}.log" >&2; exit 1; }
 trap 'scripts/slurm-lab/stop-slurm.sh "$state" --purge >/dev/null 2>&1 || true' EXIT

@@ -1443,45 +1443,37 @@ fn a_reserved_gang_released_early_starts_on_its_nodes_without_another_round() {
 // ---------------------------------------------------------------------------------------------
 // `gangplan slurm serve`: plans when the queue changes, without a cron; stops on SIGTERM.
 
-#[test]
-fn serve_starts_a_held_job_without_a_cron_call_and_stops_on_sigterm() {
-    let Some(_turn) = claim_lab() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_gangplan"))
-        .args([
-            "slurm",
-            "serve",
-            "--apply",
-            "--time-limit",
-            "5",
-            "--poll",
-            "0.2",
-        ])
-        .args(["--debounce", "0.3", "--max-delay", "2", "--state-dir"])
-        .arg(&state)
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
+/// A `gangplan slurm serve` process, killed when dropped (also when an assertion fails).
+struct Serve(Option<std::process::Child>);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `gangplan slurm serve --apply` with `extra` flags, its output in `log`.
+fn spawn_serve(state: &Path, log: &Path, extra: &[&str]) -> Serve {
+    let out = std::fs::File::create(log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_gangplan"))
+        .args(["slurm", "serve", "--apply", "--time-limit", "5"])
+        .args(extra)
+        .arg("--state-dir")
+        .arg(state)
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
         .spawn()
         .expect("start gangplan slurm serve");
-    let log_text = || std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
-    wait_for("serve's first round", || {
-        state.join("metrics.prom").exists()
-    });
+    Serve(Some(child))
+}
 
-    let mut jobs = Jobs::new("serve");
-    let id = jobs.submit("one", &["--hold", "-N1", "--gres=gpu:2", "--time=5"]);
-    let started = Instant::now();
-    wait_running(&id);
-    assert_eq!(journaled(&state, "start", &id, "ok"), 1, "{}", log_text());
-    eprintln!(
-        "serve started job {id} {:.1} s after its submission",
-        started.elapsed().as_secs_f64()
-    );
-
+/// SIGTERM to `serve`; it must stop between rounds with exit code 0.
+fn stop_serve(mut guard: Serve, log: &Path) {
+    let mut serve = guard.0.take().expect("a running serve");
+    let log_text = || std::fs::read_to_string(log).unwrap_or_default();
     sh("kill", &["-TERM", &serve.id().to_string()]);
     let deadline = Instant::now() + TIMEOUT;
     let status = loop {
@@ -1500,4 +1492,86 @@ fn serve_starts_a_held_job_without_a_cron_call_and_stops_on_sigterm() {
         "{}",
         log_text()
     );
+}
+
+#[test]
+fn serve_starts_a_held_job_without_a_cron_call_and_stops_on_sigterm() {
+    let Some(_turn) = claim_lab() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let log = dir.path().join("serve.log");
+    let serve = spawn_serve(
+        &state,
+        &log,
+        &["--poll", "0.2", "--debounce", "0.3", "--max-delay", "2"],
+    );
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("serve's first round", || {
+        state.join("metrics.prom").exists()
+    });
+
+    let mut jobs = Jobs::new("serve");
+    let id = jobs.submit("one", &["--hold", "-N1", "--gres=gpu:2", "--time=5"]);
+    let started = Instant::now();
+    wait_running(&id);
+    assert_eq!(journaled(&state, "start", &id, "ok"), 1, "{}", log_text());
+    eprintln!(
+        "serve started job {id} {:.1} s after its submission",
+        started.elapsed().as_secs_f64()
+    );
+    stop_serve(serve, &log);
+}
+
+// The lab's nodes run scripts/gangplan-epilog.sh as their Epilog: a job's end reaches
+// `serve --listen` before its nodes are handed back, the round told of it counts its GPUs
+// free and releases the waiting job onto them, and the Epilog exits on serve's answer.
+#[test]
+fn an_end_told_by_the_epilog_is_planned_before_the_node_is_handed_back() {
+    let Some(_turn) = claim_lab() else {
+        return;
+    };
+    let listen = std::env::var("GANGPLAN_EPILOG_LISTEN").expect(
+        "GANGPLAN_EPILOG_LISTEN is not set: start the lab with `source scripts/slurm-up.sh`, \
+         which installs the Epilog and names the address it tells",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let log = dir.path().join("serve.log");
+    let serve = spawn_serve(&state, &log, &["--listen", &listen]);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for("serve's first round", || {
+        state.join("metrics.prom").exists()
+    });
+
+    // Every GPU busy: node1's job ends after 3 s, the others run on.
+    let mut jobs = Jobs::new("epilog");
+    let short = jobs.submit_sleeping("short", 3, &["-p", "gpu", "-w", "node1", "--gres=gpu:8"]);
+    for n in 2..=4 {
+        let node = format!("node{n}");
+        jobs.submit("long", &["-p", "gpu", "-w", &node, "--gres=gpu:8"]);
+    }
+    wait_running(&short);
+    let waiting = jobs.submit("waiting", &["-p", "gpu", "--hold", "-N1", "--gres=gpu:8"]);
+    let nodes = wait_running(&waiting);
+    assert_eq!(nodes, vec!["node1".to_string()], "{}", log_text());
+    assert_eq!(
+        journaled(&state, "start", &waiting, "ok"),
+        1,
+        "{}",
+        log_text()
+    );
+    let text = log_text();
+    let told = text
+        .find(&format!("their GPUs count free jobs={short}"))
+        .unwrap_or_else(|| panic!("no round was told of job {short}'s end:\n{text}"));
+    let started = text
+        .find(&format!("applied job={waiting} action=start"))
+        .expect("the start is in the log");
+    assert!(
+        told < started,
+        "the start came from the round the Epilog's notice called:\n{text}"
+    );
+    stop_serve(serve, &log);
 }

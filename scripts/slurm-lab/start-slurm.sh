@@ -17,6 +17,9 @@
 #              SLURM_LAB_MEM_MB=64000 SLURM_LAB_PORT_BASE=16800 (ctld=BASE+17, nodeI=BASE+100+I)
 #              SLURM_LAB_JOB_SUBMIT_LUA=FILE (install FILE as job_submit.lua, JobSubmitPlugins=lua)
 #              SLURM_LAB_MANAGED_PARTITION=NAME (a third partition over all nodes, tier 1)
+#              SLURM_LAB_EPILOG=FILE (install FILE as every node's Epilog, gangplan-epilog.sh)
+#              SLURM_LAB_EPILOG_LISTEN=HOST:PORT (written to the Epilog's gangplan-epilog.conf:
+#                where `gangplan slurm serve --listen` takes end notices)
 #              SLURM_LAB_ACCOUNTING=1 (MariaDB + slurmdbd, priority/multifactor; accounts
 #                research (3 shares) and prod (1 share), QOS low/high; dbd=BASE+19, db=BASE+30)
 # Afterwards:  source STATE_DIR/env.sh   (exports SLURM_CONF; clients need nothing else)
@@ -178,8 +181,16 @@ echo "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10"
 [[ -n ${SLURM_LAB_MANAGED_PARTITION:-} ]] && \
     echo "PartitionName=$SLURM_LAB_MANAGED_PARTITION Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=1"
 [[ -n ${SLURM_LAB_JOB_SUBMIT_LUA:-} ]] && echo "JobSubmitPlugins=lua"
+[[ -n ${SLURM_LAB_EPILOG:-} ]] && echo "Epilog=$STATE/etc/gangplan-epilog.sh"
 true
 } >"$NEW/slurm.conf"
+if [[ -n ${SLURM_LAB_EPILOG:-} ]]; then
+    [[ -r $SLURM_LAB_EPILOG ]] || die "cannot read SLURM_LAB_EPILOG=$SLURM_LAB_EPILOG"
+    install -m 755 "$SLURM_LAB_EPILOG" "$NEW/gangplan-epilog.sh"
+    echo "GANGPLAN_LISTEN=${SLURM_LAB_EPILOG_LISTEN:-}" >"$NEW/gangplan-epilog.conf"
+else
+    : >"$NEW/gangplan-epilog.sh"; : >"$NEW/gangplan-epilog.conf"
+fi
 if [[ -n ${SLURM_LAB_JOB_SUBMIT_LUA:-} ]]; then
     [[ -r $SLURM_LAB_JOB_SUBMIT_LUA ]] || die "cannot read SLURM_LAB_JOB_SUBMIT_LUA=$SLURM_LAB_JOB_SUBMIT_LUA"
     cp "$SLURM_LAB_JOB_SUBMIT_LUA" "$NEW/job_submit.lua"
@@ -230,7 +241,7 @@ else
     : >"$NEW/slurmdbd.conf"
 fi
 chmod 600 "$NEW/slurmdbd.conf"
-CONF_FILES="slurm.conf gres.conf topology.conf job_submit.lua slurmdbd.conf"
+CONF_FILES="slurm.conf gres.conf topology.conf job_submit.lua slurmdbd.conf gangplan-epilog.sh gangplan-epilog.conf"
 for f in $CONF_FILES; do
     cmp -s "$NEW/$f" "$STATE/etc/$f" || changed=1
 done

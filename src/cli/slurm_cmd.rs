@@ -21,6 +21,7 @@ use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load::parse_document;
 use gangplan::instance::raw::RawPolicy;
 use gangplan::instance::validate::validate;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -199,6 +200,16 @@ fn note(state: &StateDir, round: u64, ev: &Event) {
 
 /// One round against `cli`.
 pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
+    plan_after_ends(a, cli, &BTreeSet::new())
+}
+
+/// One round against `cli` that counts the completing jobs of `ended` (told by their Epilog,
+/// `slurm serve --listen`) as gone.
+pub fn plan_after_ends(
+    a: SlurmPlanArgs,
+    cli: &dyn SlurmCli,
+    ended: &BTreeSet<String>,
+) -> Result<i32, Failure> {
     let started = Instant::now();
     init_logging(a.cron.log_format);
     check_flags(&a.cron)?;
@@ -218,7 +229,11 @@ pub fn plan(a: SlurmPlanArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> {
     let (state, _lock, mut memory) = open_round(&a.state_dir)?;
     let round_no = memory.round;
     let now = unix_now();
-    let snap = Snapshot::read(cli, now).map_err(slurm_failure)?;
+    let mut snap = Snapshot::read(cli, now).map_err(slurm_failure)?;
+    let forgotten = snap.forget_ended(ended);
+    if !forgotten.is_empty() {
+        tracing::info!(jobs = %forgotten.join(","), "ended (told by their Epilog): their GPUs count free");
+    }
     let site = snap.site.describe();
     tracing::info!(policy = %site, "site policy");
     let conv = Conventions {

@@ -10,13 +10,15 @@
 //! planned them, each look stamps that round's admission file anew, so that the job_submit/lua
 //! plugin keeps admitting by it. See docs/slurm.md.
 
-use super::slurm_cmd::{plan, SlurmPlanArgs};
+use super::slurm_cmd::{plan_after_ends, SlurmPlanArgs};
 use super::{exit, Failure};
 use clap::Args;
 use gangplan::adapters::slurm::admission::restamp;
+use gangplan::adapters::slurm::epilog::{EndNotice, EndNotices};
 use gangplan::adapters::slurm::watch::read_watched;
 use gangplan::adapters::slurm::SlurmCli;
 use gangplan::cron::{Timing, Trigger};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -38,6 +40,12 @@ pub struct SlurmServeArgs {
     /// Plan a round at least this often even when nothing changed (start timeouts, aging).
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub idle_round: f64,
+    /// Take end notices from the managed nodes' Epilog (scripts/gangplan-epilog.sh) on this
+    /// HOST:PORT: a round plans the job's end at once and answers, and Slurm starts what it
+    /// released on the job's nodes the moment the Epilog exits (no wait for Slurm's next
+    /// scheduling tick). See docs/slurm.md, "End notices from the Epilog".
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
 }
 
 /// Reasons written into admin comments per round unless `--notes-per-round` says otherwise:
@@ -68,12 +76,22 @@ fn catch_stop_signals() {
     }
 }
 
-/// Sleep up to `d`, waking early when a stop signal came.
-fn nap(d: Duration) {
+/// Wait up to `d`, waking early when a stop signal or an end notice came; the notices.
+fn nap(d: Duration, notices: Option<&EndNotices>) -> Vec<EndNotice> {
     let until = Instant::now() + d;
     while !STOP.load(Ordering::SeqCst) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        let slice = Duration::from_millis(50).min(until - Instant::now());
+        match notices {
+            Some(n) => {
+                let told = n.wait(slice);
+                if !told.is_empty() {
+                    return told;
+                }
+            }
+            None => std::thread::sleep(slice),
+        }
     }
+    vec![]
 }
 
 /// Run the loop until SIGTERM or SIGINT; exit code 0 then.
@@ -86,6 +104,16 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
         max_delay: super::check_seconds_flag("max-delay", a.max_delay, 86_400.0)?,
         idle_round: super::check_seconds_flag("idle-round", a.idle_round, 86_400.0)?,
     });
+    let notices = match a.listen.as_deref() {
+        Some(addr) => Some(
+            EndNotices::listen(addr)
+                .map_err(|e| Failure::new(exit::BAD_INPUT, anyhow::anyhow!("--listen: {e}")))?,
+        ),
+        None => None,
+    };
+    if let Some(n) = &notices {
+        tracing::info!(address = %n.local, "taking end notices from the Epilog");
+    }
     catch_stop_signals();
     tracing::info!(state_dir = %a.round.state_dir.display(), "serving: planning when the queue or the nodes change");
     let admission = a.round.admission_path();
@@ -95,15 +123,27 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
     // What the last round that ran to the end planned (its admission file holds while the
     // queue and the nodes look the same).
     let mut last_planned = None;
+    // End notices not answered yet: the next round plans them at once.
+    let mut told: Vec<EndNotice> = Vec::new();
     while !STOP.load(Ordering::SeqCst) {
         match read_watched(cli) {
-            Ok(seen) if again || trigger.observe(seen.fingerprint(), Instant::now()) => {
-                let ran = run_round(&a.round, cli);
+            Ok(seen)
+                if again
+                    || !told.is_empty()
+                    || trigger.observe(seen.fingerprint(), Instant::now()) =>
+            {
+                let ended: BTreeSet<String> = told.iter().map(|n| n.job.clone()).collect();
+                let ran = run_round(&a.round, cli, &ended);
                 rounds += 1;
+                told.drain(..).for_each(EndNotice::answer);
                 // What the round saw, with its own releases and holds, is what it planned: a
-                // job that ended or came while it ran calls for the next round at once.
+                // job that ended or came while it ran calls for the next round at once (the
+                // ends it was told of are planned).
                 let after = read_watched(cli).unwrap_or_else(|_| seen.clone());
-                let planned = seen.with_holds_of(&after).fingerprint();
+                let planned = seen
+                    .without_jobs(&ended)
+                    .with_holds_of(&after)
+                    .fingerprint();
                 trigger.planned(planned, Instant::now());
                 last_planned = ran.then_some(planned);
                 again = ran && planned != after.fingerprint();
@@ -117,7 +157,7 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not read the queue; trying again"),
         }
-        nap(poll);
+        told.extend(nap(poll, notices.as_ref()));
     }
     tracing::info!(rounds, "stopped by a signal between rounds");
     Ok(exit::OK)
@@ -135,8 +175,8 @@ fn restamp_admission(path: Option<&std::path::Path>) {
 
 /// One round, as `slurm plan` runs it; a failed round is logged and the loop goes on (the
 /// next round finishes what it left, as the cron's next run would). Whether it ran to the end.
-fn run_round(a: &SlurmPlanArgs, cli: &dyn SlurmCli) -> bool {
-    match plan(a.clone(), cli) {
+fn run_round(a: &SlurmPlanArgs, cli: &dyn SlurmCli, ended: &BTreeSet<String>) -> bool {
+    match plan_after_ends(a.clone(), cli, ended) {
         Ok(_) => true,
         Err(f) if f.code == exit::LOCKED => {
             tracing::info!("another round holds the lock; planning again on the next change");

@@ -12,6 +12,8 @@
 //! - [`notes`]: the reasons of waiting jobs in their admin comments, and which to rewrite.
 //! - [`site`]: the site's policy from Slurm's accounting (fair-share, QOS, preemption rule).
 //! - [`watch`]: the cheap fingerprint of queue and nodes `slurm serve` polls between rounds.
+//! - [`epilog`]: end notices from Slurm's Epilog, so that `slurm serve --listen` plans a
+//!   job's end before its nodes are handed back, and Slurm starts the released jobs at once.
 //! - [`admission`]: the admission file, the room a round leaves for gangplan's job_submit/lua
 //!   plugin to give to a new one-node job at its submission, and the jobs it admitted.
 //!
@@ -21,6 +23,7 @@ pub mod admission;
 pub mod apply;
 pub mod cli;
 pub mod convert;
+pub mod epilog;
 pub mod hostlist;
 pub mod notes;
 pub mod parse;

@@ -160,6 +160,21 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Count the completing jobs among `ended` (told by their Epilog,
+    /// [`super::epilog`]) as gone: their GPUs are free for the round, as they will be when
+    /// their Epilog exits. Running or pending jobs stay as Slurm says. The ids forgotten.
+    pub fn forget_ended(&mut self, ended: &std::collections::BTreeSet<String>) -> Vec<String> {
+        let mut gone = Vec::new();
+        self.jobs.retain(|j| {
+            let ending = j.state == "COMPLETING" && ended.contains(&j.id.to_string());
+            if ending {
+                gone.push(j.id.to_string());
+            }
+            !ending
+        });
+        gone
+    }
+
     /// Read the cluster through `cli`: four read-only commands and the site's policy
     /// (`scontrol show config`, and `sshare`, `sacctmgr show qos` where slurmdbd runs), all
     /// issued at once, each on a thread of its own (none depends on another's answer).
@@ -554,6 +569,27 @@ mod tests {
         assert_eq!(p["node3"].rack.as_deref(), Some("rack2"));
         assert_eq!(p["node1"].pod.as_deref(), Some("spine"));
         assert_eq!(p.len(), 4);
+    }
+
+    #[test]
+    fn only_completing_jobs_told_ended_are_forgotten() {
+        let job = |id: u64, state: &str| SlurmJob {
+            id,
+            state: state.into(),
+            ..Default::default()
+        };
+        let mut snap = Snapshot {
+            jobs: vec![
+                job(1, "COMPLETING"),
+                job(2, "RUNNING"),
+                job(3, "COMPLETING"),
+            ],
+            ..Default::default()
+        };
+        let ended = ["1", "2", "9"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(snap.forget_ended(&ended), vec!["1".to_string()]);
+        let left: Vec<u64> = snap.jobs.iter().map(|j| j.id).collect();
+        assert_eq!(left, vec![2, 3], "a running job told ended keeps its GPUs");
     }
 
     #[test]

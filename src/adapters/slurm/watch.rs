@@ -93,6 +93,14 @@ impl Watched {
         }
         out
     }
+
+    /// The state without the jobs of `ended` (told ended by their Epilog, which leave the
+    /// queue once the round's answer lets the Epilog exit): their leaving is planned already.
+    pub fn without_jobs(&self, ended: &BTreeSet<String>) -> Watched {
+        let mut out = self.clone();
+        out.jobs.retain(|id, _| !ended.contains(id));
+        out
+    }
 }
 
 /// The fingerprint of `squeue -h -a -o "%i %T %r"` and `sinfo -h -N -o "%N %T"` output.
