@@ -1399,3 +1399,28 @@ fn slurm_plan_and_serve_teach_pre_release() {
         assert!(help.contains("reserved"), "{help}");
     }
 }
+
+#[test]
+fn slurm_serve_listen_refuses_an_address_it_cannot_use_and_teaches_the_epilog() {
+    for addr in ["nonsense", "127.0.0.1:99999", "256.1.1.1:80"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = gangplan()
+            .args(["slurm", "serve", "--listen", addr, "--state-dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{addr} is refused: {err}");
+        assert!(
+            err.contains("--listen") && err.contains(addr) && err.contains("HOST:PORT"),
+            "{err}"
+        );
+    }
+    let o = gangplan()
+        .args(["slurm", "serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("--listen <HOST:PORT>"), "{help}");
+    assert!(help.contains("gangplan-epilog.sh"), "{help}");
+}

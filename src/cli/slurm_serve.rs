@@ -19,6 +19,7 @@ use gangplan::adapters::slurm::watch::read_watched;
 use gangplan::adapters::slurm::SlurmCli;
 use gangplan::cron::{Timing, Trigger};
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -99,72 +100,106 @@ pub fn serve(mut a: SlurmServeArgs, cli: &dyn SlurmCli) -> Result<i32, Failure> 
     super::plan_cmd::init_logging(a.round.cron.log_format);
     a.round.notes_per_round.get_or_insert(SERVE_NOTES_PER_ROUND);
     let poll = super::check_seconds_flag("poll", a.poll, 86_400.0)?;
-    let mut trigger = Trigger::new(Timing {
+    let trigger = Trigger::new(Timing {
         debounce: super::check_seconds_or_zero_flag("debounce", a.debounce, 86_400.0)?,
         max_delay: super::check_seconds_flag("max-delay", a.max_delay, 86_400.0)?,
         idle_round: super::check_seconds_flag("idle-round", a.idle_round, 86_400.0)?,
     });
-    let notices = match a.listen.as_deref() {
-        Some(addr) => Some(
-            EndNotices::listen(addr)
-                .map_err(|e| Failure::new(exit::BAD_INPUT, anyhow::anyhow!("--listen: {e}")))?,
-        ),
-        None => None,
-    };
-    if let Some(n) = &notices {
-        tracing::info!(address = %n.local, "taking end notices from the Epilog");
-    }
+    let notices = listen_for_ends(a.listen.as_deref())?;
     catch_stop_signals();
     tracing::info!(state_dir = %a.round.state_dir.display(), "serving: planning when the queue or the nodes change");
     let admission = a.round.admission_path();
-    let mut rounds = 0u64;
-    // A change came while the last round ran: plan again without waiting for it to settle.
-    let mut again = false;
-    // What the last round that ran to the end planned (its admission file holds while the
-    // queue and the nodes look the same).
-    let mut last_planned = None;
-    // End notices not answered yet: the next round plans them at once.
-    let mut told: Vec<EndNotice> = Vec::new();
+    let mut watch = Watch::new(trigger);
     while !STOP.load(Ordering::SeqCst) {
-        match read_watched(cli) {
-            Ok(seen)
-                if again
-                    || !told.is_empty()
-                    || trigger.observe(seen.fingerprint(), Instant::now()) =>
-            {
-                let ended: BTreeSet<String> = told.iter().map(|n| n.job.clone()).collect();
-                let ran = run_round(&a.round, cli, &ended);
-                rounds += 1;
-                told.drain(..).for_each(EndNotice::answer);
-                // What the round saw, with its own releases and holds, is what it planned: a
-                // job that ended or came while it ran calls for the next round at once (the
-                // ends it was told of are planned).
-                let after = read_watched(cli).unwrap_or_else(|_| seen.clone());
-                let planned = seen
-                    .without_jobs(&ended)
-                    .with_holds_of(&after)
-                    .fingerprint();
-                trigger.planned(planned, Instant::now());
-                last_planned = ran.then_some(planned);
-                again = ran && planned != after.fingerprint();
-                if again {
-                    continue;
-                }
-            }
-            Ok(seen) if last_planned == Some(seen.fingerprint()) => {
-                restamp_admission(admission.as_deref());
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not read the queue; trying again"),
+        if watch.look(&a.round, cli, admission.as_deref()) {
+            continue;
         }
-        told.extend(nap(poll, notices.as_ref()));
+        watch.told.extend(nap(poll, notices.as_ref()));
     }
+    let rounds = watch.rounds;
     tracing::info!(rounds, "stopped by a signal between rounds");
     Ok(exit::OK)
 }
 
+/// What the loop keeps between its looks at the queue and the nodes.
+struct Watch {
+    trigger: Trigger,
+    /// Rounds run.
+    rounds: u64,
+    /// A change came while the last round ran: plan again without waiting for it to settle.
+    again: bool,
+    /// What the last round that ran to the end planned (its admission file holds while the
+    /// queue and the nodes look the same).
+    last_planned: Option<u64>,
+    /// End notices not answered yet: the next round plans them at once.
+    told: Vec<EndNotice>,
+    /// Jobs told ended that are still in the queue: every round counts them gone, and their
+    /// leaving the queue is no change to plan.
+    ending: BTreeSet<String>,
+}
+
+impl Watch {
+    fn new(trigger: Trigger) -> Self {
+        Watch {
+            trigger,
+            rounds: 0,
+            again: false,
+            last_planned: None,
+            told: Vec::new(),
+            ending: BTreeSet::new(),
+        }
+    }
+
+    /// One look at the queue and the nodes, and the round it calls for; whether to look again
+    /// at once (something changed while the round ran).
+    fn look(&mut self, a: &SlurmPlanArgs, cli: &dyn SlurmCli, admission: Option<&Path>) -> bool {
+        let seen = match read_watched(cli) {
+            Ok(raw) => {
+                self.ending.retain(|id| raw.has_job(id));
+                self.ending.extend(self.told.iter().map(|n| n.job.clone()));
+                raw.without_jobs(&self.ending)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the queue; trying again");
+                return false;
+            }
+        };
+        let now = Instant::now();
+        if !(self.again || !self.told.is_empty() || self.trigger.observe(seen.fingerprint(), now)) {
+            if self.last_planned == Some(seen.fingerprint()) {
+                restamp_admission(admission);
+            }
+            return false;
+        }
+        let ran = run_round(a, cli, &self.ending);
+        self.rounds += 1;
+        self.told.drain(..).for_each(EndNotice::answer);
+        // What the round saw, with its own releases and holds, is what it planned: a job that
+        // ended or came while it ran calls for the next round at once.
+        let after = read_watched(cli)
+            .map(|w| w.without_jobs(&self.ending))
+            .unwrap_or_else(|_| seen.clone());
+        let planned = seen.with_holds_of(&after).fingerprint();
+        self.trigger.planned(planned, Instant::now());
+        self.last_planned = ran.then_some(planned);
+        self.again = ran && planned != after.fingerprint();
+        self.again
+    }
+}
+
+/// The end notices of `--listen ADDR`, when given.
+fn listen_for_ends(addr: Option<&str>) -> Result<Option<EndNotices>, Failure> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let notices = EndNotices::listen(addr)
+        .map_err(|e| Failure::new(exit::BAD_INPUT, anyhow::anyhow!("--listen: {e}")))?;
+    tracing::info!(address = %notices.local, "taking end notices from the Epilog");
+    Ok(Some(notices))
+}
+
 /// Nothing changed since the last round: its admission file still holds, stamp it anew.
-fn restamp_admission(path: Option<&std::path::Path>) {
+fn restamp_admission(path: Option<&Path>) {
     let Some(path) = path else {
         return;
     };

@@ -94,6 +94,11 @@ impl Watched {
         out
     }
 
+    /// Whether job `id` is in the queue (held or active).
+    pub fn has_job(&self, id: &str) -> bool {
+        self.jobs.contains_key(id)
+    }
+
     /// The state without the jobs of `ended` (told ended by their Epilog, which leave the
     /// queue once the round's answer lets the Epilog exit): their leaving is planned already.
     pub fn without_jobs(&self, ended: &BTreeSet<String>) -> Watched {
@@ -127,6 +132,18 @@ mod tests {
     use super::{fingerprint, Watched};
 
     const NODES: &str = "node1 idle\nnode2 mixed\n";
+
+    #[test]
+    fn jobs_told_ended_drop_out_of_the_watched_state() {
+        let w = Watched::parse("7 COMPLETING None\n8 PENDING JobHeldUser\n", NODES);
+        let ended = ["7".to_string(), "9".to_string()].into_iter().collect();
+        assert!(w.has_job("7") && w.has_job("8") && !w.has_job("9"));
+        assert_eq!(
+            w.without_jobs(&ended).fingerprint(),
+            fingerprint("8 PENDING JobHeldUser\n", NODES),
+            "once it leaves the queue, the fingerprint stays as the round planned it"
+        );
+    }
 
     #[test]
     fn a_submission_an_end_and_a_node_state_change_it() {
