@@ -215,14 +215,30 @@ pub fn greedy_sequence(
         }
         memo.place(&mut state, topo, j, preempt_margin, &victims);
     }
-    keep_needed_victims(&mut state, preempted_first);
-    state.assignment
+    let unjustified = keep_needed_victims(&mut state, preempted_first);
+    if unjustified.is_empty() {
+        return state.assignment;
+    }
+    // Their quota, CPU or memory went to work that does not outrank them: the pass again
+    // without them (each rerun drops at least one victim, so this ends).
+    let fewer: Vec<usize> = preempted_first
+        .iter()
+        .copied()
+        .filter(|k| !unjustified.contains(k))
+        .collect();
+    greedy_sequence(inst, topo, sequence, preempt_margin, &fewer, until)
 }
 
 /// Release again the victims among `preempted` whose GPUs no job took, unless their CPU,
 /// memory or their tenant's quota is now needed by the jobs placed.
-pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) {
+///
+/// Returns the victims kept that SPEC rule 5 does not allow: no job took their GPUs and no
+/// placed job outranks them (what they freed went to work of their priority or lower). The
+/// caller must not keep the assignment as it is.
+#[must_use]
+pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) -> Vec<usize> {
     let inst = state.inst;
+    let mut unjustified = Vec::new();
     for &k in preempted {
         let r = &inst.running[k];
         let untouched = r.gpus.iter().all(|(n, idx)| {
@@ -249,8 +265,20 @@ pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) {
                 .any(|&j| inst.pending[j].tenant == r.tenant);
         if fits && quota_ok {
             release.keep();
+            continue;
+        }
+        drop(release);
+        let top = state
+            .assignment
+            .placed
+            .keys()
+            .map(|&j| inst.pending[j].priority)
+            .max();
+        if top.is_none_or(|p| p <= r.priority) {
+            unjustified.push(k);
         }
     }
+    unjustified
 }
 
 /// Pending job indices in a pass's order (ids break ties).

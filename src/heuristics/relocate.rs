@@ -92,7 +92,10 @@ pub fn relocate(
     }
     // (A second sweep over the same jobs kept 1 more move of 200 on the 100k-GPU round.)
     tracing::debug!(spread_gangs, tried, kept, "relocation moves");
-    keep_needed_victims(&mut state, &plan.preempted);
+    if !keep_needed_victims(&mut state, &plan.preempted).is_empty() {
+        // The moves took away the work that outranked a victim (SPEC rule 5).
+        return plan.clone();
+    }
     state.assignment
 }
 

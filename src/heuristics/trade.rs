@@ -88,7 +88,10 @@ pub fn trade(
             break;
         }
     }
-    keep_needed_victims(&mut state, &plan.preempted);
+    if !keep_needed_victims(&mut state, &plan.preempted).is_empty() {
+        // The trades took away the work that outranked a victim (SPEC rule 5).
+        return (plan.clone(), 0);
+    }
     (state.assignment, kept)
 }
 

@@ -31,6 +31,7 @@ pub mod fragmentation;
 pub mod gang;
 pub mod hard;
 pub mod holdings;
+pub mod outranked;
 pub mod packing;
 pub mod preemption;
 pub mod quota;
@@ -240,6 +241,7 @@ pub fn build(inst: &Instance, topo: &Topology) -> MipModel {
     hard::add(&ctx, &mut m);
     capacity::add(&ctx, &mut m);
     preemption::add(&ctx, &mut m);
+    add_outranked(&ctx, &mut m);
     quota::add(&ctx, &mut m);
     value::add(&ctx, &mut m);
     fairness::add(&ctx, &mut m);
@@ -252,6 +254,18 @@ pub fn build(inst: &Instance, topo: &Topology) -> MipModel {
         .map(|(i, (v, _))| (v, i))
         .collect();
     m
+}
+
+/// The per-node model's outranking rows ([`outranked`]): y_j of every job that can start.
+fn add_outranked(ctx: &Ctx, m: &mut MipModel) {
+    let inst = ctx.inst;
+    let starts: Vec<(i64, good_lp::Variable)> = (inst.pending.iter().zip(&m.vars.start))
+        .filter_map(|(j, y)| y.map(|y| (j.priority, y)))
+        .collect();
+    let victims: Vec<(i64, good_lp::Variable)> = (inst.running.iter().zip(&m.vars.preempt))
+        .filter_map(|(r, p)| p.map(|p| (r.priority, p)))
+        .collect();
+    outranked::add(&starts, &victims, m);
 }
 
 /// The variables of every family: victims, fresh sharing slots, then each job's cells,

@@ -31,6 +31,7 @@
 //!   takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
 //!   multiples of L, so both rows hold for every real placement); gangs of no fixed shape
 //!   placed on their fewest nodes take slots too ([`compact`])
+//! outranked: sum_{k: prio_k = pi} p_k <= N_pi sum_{c: prio_c > pi} n_c     (see [`outranked`])
 //! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
 //! fairness:  sigma_t >= F_t - H_t,  sigma_t >= 0
 //! objective: sum_c z_c - sum_k cost_k p_k - fairness sum_t sigma_t - packing_floor
@@ -49,7 +50,7 @@
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node), [`slots`] (size levels), [`compact`], [`spread`]
-//! and [`packing`]; quotas and
+//! and [`packing`]; victims' need of outranking starts ([`crate::model::outranked`]), quotas and
 //! fairness are the per-node model's rows ([`crate::model::quota`],
 //! [`crate::model::fairness`]) over the class counts.
 
@@ -68,6 +69,7 @@ pub use supply::INTEGER_VICTIMS_LIMIT;
 
 use super::fairness::{self, FixedTenants, Shortfall};
 use super::holdings;
+use super::outranked;
 use super::quota::{self, QuotaRows};
 use super::MipModel;
 use crate::instance::Instance;
@@ -142,6 +144,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
             m.objective -= victim_cost(inst, r) * v;
         }
     }
+    add_outranked(inst, &classes, &supply.preempt, &mut m);
     let mut terms = holdings::with_victims(inst, &supply.preempt);
     for (t, starts) in tenant_starts.into_iter().enumerate() {
         terms[t].starts = starts;
@@ -174,6 +177,27 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         preempt,
         columns,
     }
+}
+
+/// The outranking rows ([`crate::model::outranked`]): each class at its jobs' highest
+/// priority.
+fn add_outranked(
+    inst: &Instance,
+    classes: &[(Vec<usize>, Variable)],
+    preempt: &[Option<Variable>],
+    m: &mut MipModel,
+) {
+    let starts: Vec<(i64, Variable)> = classes
+        .iter()
+        .filter_map(|(jobs, n)| {
+            let top = jobs.iter().map(|&j| inst.pending[j].priority).max()?;
+            Some((top, *n))
+        })
+        .collect();
+    let victims: Vec<(i64, Variable)> = (inst.running.iter().zip(preempt))
+        .filter_map(|(r, p)| p.map(|p| (r.priority, p)))
+        .collect();
+    outranked::add(&starts, &victims, m);
 }
 
 /// Quota and fairness rows, tenant by tenant: the quota row of a tenant within its quota,
