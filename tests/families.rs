@@ -225,3 +225,57 @@ fn every_family_generates_what_it_is_named_for() {
         );
     }
 }
+
+/// Rounds of every family in many shapes (3-16 nodes, racks of 2-4, 4-43 pending jobs, 30-95%
+/// busy), each solved by every formulation with a 1 s limit: every plan validates and is never
+/// below greedy, and no formulation's bound is below any formulation's plan.
+#[test]
+fn every_formulation_is_valid_and_bounded_on_a_sweep_of_shapes() {
+    for i in 0..8u64 {
+        for family in Family::ALL {
+            let p = GenParams {
+                nodes: 3 + (i * 5 % 14) as usize,
+                pending: 4 + (i * 13 % 40) as usize,
+                seed: 50_000 + i,
+                busy: [0.3, 0.6, 0.85, 0.95][(i % 4) as usize],
+                nodes_per_rack: 2 + (i % 3) as usize,
+                racks_per_pod: 2,
+                time_limit: 1.0,
+                max_gang: 16,
+                family,
+                ..Default::default()
+            };
+            let inst = Arc::new(validate(&generate(&p), &ModelLibrary::builtin()).unwrap());
+            let topo = Arc::new(Topology::new(&inst));
+            let outs: Vec<(Formulation, SolveOutcome)> = [
+                Formulation::Auto,
+                Formulation::Aggregated,
+                Formulation::PerNode,
+            ]
+            .into_iter()
+            .map(|formulation| {
+                let opts = SolveOptions {
+                    formulation,
+                    ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+                };
+                (formulation, solve(&inst, &topo, &opts))
+            })
+            .collect();
+            let what = |f: &Formulation| format!("{} seed {} {f:?}", family.name(), p.seed);
+            let best = outs
+                .iter()
+                .map(|(_, o)| o.objective)
+                .fold(f64::MIN, f64::max);
+            for (f, out) in &outs {
+                check_valid(&inst, out, &what(f));
+                if let Some(b) = out.bound {
+                    assert!(
+                        b + 1e-6 * (1.0 + best.abs()) >= best,
+                        "{}: bound {b} below the best plan's objective {best}",
+                        what(f)
+                    );
+                }
+            }
+        }
+    }
+}
