@@ -93,7 +93,7 @@ fn placed<'p>(plan: &'p Plan, id: &str) -> Option<&'p Placement> {
 }
 
 #[test]
-fn the_blocked_gang_reserves_the_nodes_that_free_soonest() {
+fn the_blocked_gang_reserves_the_nodes_whole_by_its_earliest_start() {
     let inst = instance(&backfill_round());
     let r = inst.reservations.first().cloned().expect("a reservation");
     assert_eq!(r.job_id, "big");
@@ -463,4 +463,38 @@ fn the_plan_lists_every_reservation_and_says_it_in_the_reasons() {
     let json = serde_json::to_value(&plan).unwrap();
     assert!(json.get("reservations").is_none(), "{json:#}");
     assert_eq!(json["reservation"]["job"], "first");
+}
+
+/// One rack of six nodes: n0 free now, n1 whole at 10 s, n2 and n3 at 30 s, n4 and n5 at
+/// 100 s. A 3 x 8 gang fits at 30 s at the earliest, on three of n0-n3; it takes the three that
+/// free latest (n1, n2, n3), so n0 holds no GPU idle for it and an 8-GPU job of a one-minute
+/// limit (it cannot end by 30 s) starts there now.
+#[test]
+fn a_gang_reserves_the_nodes_that_free_latest_by_its_start_and_a_free_node_stays_open() {
+    let raw = RawInstance {
+        nodes: nodes(6, 6),
+        running: vec![
+            running("a", "n1", 0..8, Some(10.0)),
+            running("b", "n2", 0..8, Some(30.0)),
+            running("c", "n3", 0..8, Some(30.0)),
+            running("d", "n4", 0..8, Some(100.0)),
+            running("e", "n5", 0..8, Some(100.0)),
+        ],
+        pending: vec![gang("big", 3, 500.0), pending("whole", 8, Some(60.0))],
+        policy: policy(),
+        ..Default::default()
+    };
+    let inst = instance(&raw);
+    let r = inst.reservations.first().cloned().expect("a reservation");
+    assert_eq!((r.job_id.as_str(), r.start), ("big", 30.0));
+    assert_eq!(r.nodes, vec![1, 2, 3]);
+    for planner in [PlannerKind::Greedy, PlannerKind::Ilp] {
+        let plan = plan_round(instance(&raw), planner, None).expect("a valid plan");
+        let whole = placed(&plan, "whole").unwrap_or_else(|| panic!("{planner:?}: {plan:#?}"));
+        assert_eq!(
+            whole.gpus.keys().collect::<Vec<_>>(),
+            vec!["n0"],
+            "{planner:?}"
+        );
+    }
 }

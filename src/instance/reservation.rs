@@ -16,8 +16,11 @@
 //! 3. **A blocked job's start T** is the earliest time at which its shape fits on the GPUs
 //!    free by then: `gpus_per_node` nodes with that many free, or its GPUs on at most
 //!    `max_nodes` nodes, inside one rack or pod when `within` says so, on nodes of a type it
-//!    accepts. Its **nodes** are the ones whose GPUs free soonest, in one rack when one rack
-//!    holds it by then (else one pod, else anywhere `within` allows). It is reserved, and every
+//!    accepts. Its **nodes**, in one rack when one rack holds it by then (else one pod, else
+//!    anywhere `within` allows), are for a fixed shape the ones of those free by T that free
+//!    latest, as a backfilling scheduler picks them: the start is the same, and the nodes that
+//!    free sooner (free now above all) hold no GPU idle for it while jobs that cannot end by T
+//!    could use them; without a fixed shape, the nodes with the most GPUs free by T. It is reserved, and every
 //!    GPU of its nodes counts as never free for the jobs after it, which plan around them (a
 //!    node is reserved for one job at most). No time at which it fits (GPUs held by jobs that
 //!    never end): it is passed over.
@@ -303,7 +306,8 @@ fn fit_in_one_group(
     })
 }
 
-/// The nodes of `members` that hold `job` at time t, soonest-free first.
+/// The nodes of `members` that hold `job` at time t: for a fixed shape, of the nodes free by
+/// t the ones that free latest; otherwise the ones with the most GPUs free by t.
 fn fit_in(
     job: &PendingJob,
     free_at: &[Vec<f64>],
@@ -328,7 +332,9 @@ fn fit_in(
                 .filter(|&&n| by_t(n) >= per)
                 .map(|&n| (kth_free(n, per), n))
                 .collect();
-            fit.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            // Latest-free first: the same start t, and the nodes free sooner (free now
+            // above all) stay open to the jobs that cannot end by t.
+            fit.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             (fit.len() >= need && need <= limit).then(|| fit[..need].iter().map(|x| x.1).collect())
         }
         None => {
@@ -394,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn a_blocked_gang_gets_the_nodes_that_free_soonest() {
+    fn a_blocked_gang_gets_the_nodes_free_by_its_earliest_start() {
         let i = cluster(
             [Some(50.0), Some(10.0), Some(30.0), Some(20.0)],
             "  - {id: big, gpus: 16, gpus_per_node: 8, max_nodes: 2}\n  - {id: small, gpus: 1, time_limit: 5}\n",

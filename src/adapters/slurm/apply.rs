@@ -8,7 +8,7 @@
 //! nodes, as soon as their GPUs are free. Slurm picks the GPU indices inside each node.
 //!
 //! **Pre-release.** The gang of the round's first reservation (the plan's `reservation`: the
-//! first held gang that cannot start now, with the nodes whose GPUs free soonest) is pinned
+//! first held gang that cannot start now, with its reserved nodes) is pinned
 //! and released the same way in the same round, ahead of time ([`pre_release_action`]): Slurm
 //! starts it the moment its nodes free, without waiting for a round to see them free. Its
 //! start carries `expected_in`, the seconds until then, and the job is not held again before
