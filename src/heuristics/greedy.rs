@@ -239,6 +239,13 @@ pub fn greedy_sequence(
 pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) -> Vec<usize> {
     let inst = state.inst;
     let mut unjustified = Vec::new();
+    // Releases change no placement: the highest placed priority holds for the whole loop.
+    let top = state
+        .assignment
+        .placed
+        .keys()
+        .map(|&j| inst.pending[j].priority)
+        .max();
     for &k in preempted {
         let r = &inst.running[k];
         let untouched = r.gpus.iter().all(|(n, idx)| {
@@ -268,12 +275,6 @@ pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) -> Vec<u
             continue;
         }
         drop(release);
-        let top = state
-            .assignment
-            .placed
-            .keys()
-            .map(|&j| inst.pending[j].priority)
-            .max();
         if top.is_none_or(|p| p <= r.priority) {
             unjustified.push(k);
         }

@@ -262,10 +262,8 @@ fn add_outranked(ctx: &Ctx, m: &mut MipModel) {
     let starts: Vec<(i64, good_lp::Variable)> = (inst.pending.iter().zip(&m.vars.start))
         .filter_map(|(j, y)| y.map(|y| (j.priority, y)))
         .collect();
-    let victims: Vec<(i64, good_lp::Variable)> = (inst.running.iter().zip(&m.vars.preempt))
-        .filter_map(|(r, p)| p.map(|p| (r.priority, p)))
-        .collect();
-    outranked::add(&starts, &victims, m);
+    let preempt = m.vars.preempt.clone();
+    outranked::add(inst, &starts, &preempt, m);
 }
 
 /// The variables of every family: victims, fresh sharing slots, then each job's cells,

@@ -12,15 +12,23 @@
 //! to free its tenant's quota for that tenant's lower-priority work.
 
 use super::MipModel;
+use crate::instance::Instance;
 use good_lp::{Expression, Variable};
 use std::collections::BTreeMap;
 
 /// Add one row per victim priority. `starts`: (priority, start or count variable) of what
-/// may start; `victims`: (priority, p_k) of every candidate victim.
-pub fn add(starts: &[(i64, Variable)], victims: &[(i64, Variable)], m: &mut MipModel) {
+/// may start; `preempt`: p_k per running job, `None` where it may not be preempted.
+pub fn add(
+    inst: &Instance,
+    starts: &[(i64, Variable)],
+    preempt: &[Option<Variable>],
+    m: &mut MipModel,
+) {
     let mut levels: BTreeMap<i64, Vec<Variable>> = BTreeMap::new();
-    for &(prio, p) in victims {
-        levels.entry(prio).or_default().push(p);
+    for (r, p) in inst.running.iter().zip(preempt) {
+        if let Some(p) = *p {
+            levels.entry(r.priority).or_default().push(p);
+        }
     }
     for (pi, ps) in levels {
         let mut lhs = Expression::from(0.0);

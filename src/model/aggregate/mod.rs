@@ -194,10 +194,7 @@ fn add_outranked(
             Some((top, *n))
         })
         .collect();
-    let victims: Vec<(i64, Variable)> = (inst.running.iter().zip(preempt))
-        .filter_map(|(r, p)| p.map(|p| (r.priority, p)))
-        .collect();
-    outranked::add(&starts, &victims, m);
+    outranked::add(inst, &starts, preempt, m);
 }
 
 /// Quota and fairness rows, tenant by tenant: the quota row of a tenant within its quota,
