@@ -5,9 +5,15 @@
 //! [`crate::instance::Weights`].
 
 use crate::assignment::Assignment;
+use crate::heuristics::placement::free::node_free;
 use crate::instance::{Instance, PendingJob, RunningJob, Weights};
+use crate::round_state::RoundState;
 use crate::state::GpuUse;
 use crate::topology::{spread_penalty, Topology};
+
+/// Objective cost per milli GPU of fragmentation growth ([`fragmentation_cost`]): a whole
+/// GPU of fragment costs 0.02, the default price of a stranded GPU (`policy.weights.strand`).
+pub const FRAG_COST_PER_MILLI: f64 = 2e-5;
 
 /// Value per GPU of a priority level.
 pub fn priority_factor(inst: &Instance, priority: i64) -> f64 {
@@ -142,12 +148,20 @@ pub struct ObjectiveTerms {
     pub fairness: f64,
     /// Nodes opened plus stranded GPUs penalty.
     pub packing: f64,
+    /// Fragmentation the round adds (negative where it removes some), priced; 0 without a
+    /// task distribution ([`fragmentation_cost`]).
+    pub fragmentation: f64,
 }
 
 impl ObjectiveTerms {
     /// The objective (maximised).
     pub fn total(&self) -> f64 {
-        self.value - self.spread - self.preemption - self.fairness - self.packing
+        self.value
+            - self.spread
+            - self.preemption
+            - self.fairness
+            - self.packing
+            - self.fragmentation
     }
 }
 
@@ -165,6 +179,7 @@ pub fn evaluate(inst: &Instance, topo: &Topology, a: &Assignment) -> ObjectiveTe
     }
     t.fairness = fairness_penalty(w, &fair_shares(inst), &held_after(inst, a));
     t.packing = packing_penalty(inst, a);
+    t.fragmentation = fragmentation_cost(inst, a);
     t
 }
 
@@ -232,4 +247,64 @@ pub fn packing_penalty(inst: &Instance, a: &Assignment) -> f64 {
         penalty += node_packing(w, usable, busy_before, busy_after);
     }
     penalty
+}
+
+/// Fragmentation cost of an assignment, only when the instance carries a task distribution M
+/// (0 otherwise):
+///
+/// ```text
+/// fragmentation = frag_cost * sum_n ( F_n(M) after the round - F_n(M) before it )
+/// ```
+///
+/// F_n(M) is FGD's fragmentation of node n against M, in milli GPUs
+/// ([`crate::instance::task_dist::frag`]), over the nodes the plan places on or preempts on
+/// (no other node changes); `frag_cost` is [`FRAG_COST_PER_MILLI`].
+/// The per-node MIP prices the same growth job by job ([`crate::model::fragmentation`], exact
+/// when every node receives at most one arrival); this is the exact sum, so every plan of the
+/// round is compared on what it leaves for the jobs to come.
+pub fn fragmentation_cost(inst: &Instance, a: &Assignment) -> f64 {
+    let Some(dist) = inst.task_dist.as_deref() else {
+        return 0.0;
+    };
+    let touched: std::collections::BTreeSet<usize> = a
+        .placed
+        .values()
+        .flat_map(|gpus| gpus.keys().copied())
+        .chain(
+            a.preempted
+                .iter()
+                .flat_map(|&k| inst.running[k].gpus.iter().map(|(n, _)| *n)),
+        )
+        .collect();
+    if touched.is_empty() {
+        return 0.0;
+    }
+    let before = crate::state::ClusterState::new(inst);
+    let (s0, s1) = (
+        RoundState::new(inst, &before),
+        RoundState::with_plan(inst, &before, a),
+    );
+    let growth: f64 = touched
+        .into_iter()
+        .map(|n| {
+            dist.frag_cached(&node_free(&s1, n, i64::MIN))
+                - dist.frag_cached(&node_free(&s0, n, i64::MIN))
+        })
+        .sum();
+    FRAG_COST_PER_MILLI * growth
+}
+
+/// The most [`fragmentation_cost`] can lower the objective's cost below 0 on any plan of the
+/// round: the fragmentation every node holds before it (no node ends below 0), priced. A bound
+/// of the objective without the fragmentation term plus this is a bound with it.
+pub fn fragmentation_slack(inst: &Instance) -> f64 {
+    let Some(dist) = inst.task_dist.as_deref() else {
+        return 0.0;
+    };
+    let before = crate::state::ClusterState::new(inst);
+    let state = RoundState::new(inst, &before);
+    let held: f64 = (0..inst.nodes.len())
+        .map(|n| dist.frag_cached(&node_free(&state, n, i64::MIN)))
+        .sum();
+    FRAG_COST_PER_MILLI * held
 }

@@ -243,15 +243,18 @@ fn gpu_weighting_scales_shares_by_gpu_demand() {
     }
 }
 
-/// The per-node MIP prices the fragmentation a placement causes: on WHOLE with a workload of
-/// 3-GPU tasks, job j on node b grows b's fragmentation by 2000 milli (3 free -> 2, which no
-/// task can use) and on a by 0 (4 -> 3). The MIP's objective at the two placements differs
-/// from the plan objective's difference by exactly the fragmentation cost of 2000 milli.
+/// The per-node MIP and the plan objective price the fragmentation a placement causes alike:
+/// on WHOLE with a workload of 3-GPU tasks, job j on node b grows b's fragmentation by 2000
+/// milli (3 free -> 2, which no task can use) and on a by 0 (4 -> 3). With one arrival the
+/// MIP's term is exact: each placement's MIP objective equals its plan objective, and the
+/// distribution lowers the objective of the placement on b by the price of 2000 milli, of the
+/// one on a by nothing.
 #[test]
-fn the_mip_prices_the_fragmentation_a_placement_causes() {
+fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
     use gangplan::assignment::Assignment;
     use gangplan::model::{self, fragmentation::FRAG_COST_PER_MILLI};
     use gangplan::objective::evaluate;
+    // (MIP objective, plan objective) of j on node a, then on node b.
     let priced = |yaml: &str| {
         let inst = parse(yaml);
         let topo = Topology::new(&inst);
@@ -265,18 +268,114 @@ fn the_mip_prices_the_fragmentation_a_placement_causes() {
             assert!(bad.is_empty(), "{bad:?}");
             (mip, evaluate(&inst, &topo, &a).total())
         };
-        let ((mip_a, eval_a), (mip_b, eval_b)) = (at(0, 4), at(1, 5));
-        (mip_b - mip_a) - (eval_b - eval_a)
+        [at(0, 4), at(1, 5)]
     };
     let plain = priced(WHOLE);
-    assert!(
-        plain.abs() < 1e-9,
-        "no distribution, no fragmentation cost: {plain}"
-    );
     let yaml = format!("{WHOLE}policy:\n  task_distribution:\n    - {{gpus: 3, share: 1}}\n");
     let with = priced(&yaml);
+    for (mip, eval) in plain.iter().chain(&with) {
+        assert!((mip - eval).abs() < 1e-9, "MIP {mip} against plan {eval}");
+    }
+    assert!((plain[0].1 - with[0].1).abs() < 1e-9, "node a: no growth");
+    let b = plain[1].1 - with[1].1;
     assert!(
-        (with + FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
-        "node b costs 2000 milli of fragment more than node a: {with}"
+        (b - FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
+        "node b costs 2000 milli of fragment: {b}"
     );
+}
+
+/// A plan may remove fragmentation: node b's 2 free GPUs are a fragment for 3-GPU tasks (2000
+/// milli); a 2-GPU job there leaves none, so the plan objective's fragmentation term is a gain
+/// (-2000 milli, priced). Every formulation takes that plan, and its bound stays at or above
+/// the plan's objective (the aggregated model has no fragmentation term; its bound adds the
+/// most the term can give back).
+#[test]
+fn a_plan_that_removes_fragmentation_gains_and_every_bound_stays_above_it() {
+    use gangplan::model::fragmentation::FRAG_COST_PER_MILLI;
+    use gangplan::objective::evaluate;
+    use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
+    let yaml = "
+nodes:
+  - {name: a, gpus: 8}
+  - {name: b, gpus: 8}
+running:
+  - {id: ra, gpus: {a: [0, 1, 2, 3]}}
+  - {id: rb, gpus: {b: [0, 1, 2, 3, 4, 5]}}
+pending:
+  - {id: j, gpus: 2}
+policy:
+  task_distribution:
+    - {gpus: 3, share: 1}
+";
+    let inst = Arc::new(parse(yaml));
+    let topo = Arc::new(Topology::new(&inst));
+    for formulation in [Formulation::PerNode, Formulation::Aggregated] {
+        let opts = SolveOptions {
+            formulation,
+            ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+        };
+        let out = solve(&inst, &topo, &opts);
+        let nodes: Vec<usize> = out.assignment.placed[&0].keys().copied().collect();
+        assert_eq!(nodes, [1], "{formulation:?}: j fills node b");
+        let terms = evaluate(&inst, &topo, &out.assignment);
+        assert!(
+            (terms.fragmentation + FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
+            "{formulation:?}: {terms:?}"
+        );
+        if let Some(bound) = out.bound {
+            assert!(
+                bound >= out.objective - 1e-9,
+                "{formulation:?}: bound {bound} below the plan's {}",
+                out.objective
+            );
+        }
+    }
+}
+
+/// On generated rounds with a task distribution (24 nodes, 40 pending, a third sharers),
+/// every formulation's plan is valid, never below the greedy's objective, and under its bound.
+#[test]
+fn with_a_distribution_every_formulation_is_valid_and_bounded() {
+    use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
+    for seed in 1..=4 {
+        let mut inst = generated(seed);
+        inst.task_dist = Some(Arc::new(TaskDist::from_types(
+            inst.pending.iter().map(TaskType::of),
+        )));
+        let topo = Arc::new(Topology::new(&inst));
+        let inst = Arc::new(inst);
+        let greedy = solve(
+            &inst,
+            &topo,
+            &SolveOptions::from_policy(&inst, PlannerKind::Greedy),
+        );
+        for formulation in [
+            Formulation::PerNode,
+            Formulation::Aggregated,
+            Formulation::Auto,
+        ] {
+            let opts = SolveOptions {
+                formulation,
+                deadline: std::time::Instant::now() + std::time::Duration::from_secs(2),
+                ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+            };
+            let out = solve(&inst, &topo, &opts);
+            let what = format!("seed {seed}, {formulation:?}");
+            let plan = render_plan(&inst, &out.assignment, Status::Feasible, info());
+            if let Err(e) = validate_plan(&inst, &plan) {
+                panic!("{what}: {e}");
+            }
+            assert!(
+                out.objective >= greedy.objective - 1e-9,
+                "{what}: below greedy"
+            );
+            if let Some(bound) = out.bound {
+                assert!(
+                    bound >= out.objective - 1e-9,
+                    "{what}: bound {bound} < {}",
+                    out.objective
+                );
+            }
+        }
+    }
 }

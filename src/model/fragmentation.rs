@@ -22,27 +22,68 @@
 //! equal value, the one whose arrivals together leave the least fragmentation, where the greedy
 //! decides job by job.
 
-use super::{Ctx, MipModel, ShareSlot};
+use super::{Ctx, MipModel, ShareSlot, Vars};
 use crate::heuristics::placement::fragmentation::growth;
 use crate::heuristics::placement::free::{gpu_free_milli, node_free};
+use crate::instance::Instance;
+pub use crate::objective::FRAG_COST_PER_MILLI;
 use crate::round_state::RoundState;
 use crate::state::resource_share;
+use crate::state::ClusterState;
 use crate::units::MILLI_PER_GPU;
-use good_lp::Expression;
+use good_lp::{Expression, Variable};
+use std::collections::BTreeMap;
 
-/// Objective cost per milli GPU of fragmentation growth.
-pub const FRAG_COST_PER_MILLI: f64 = 2e-5;
+/// One term of the cost: its coefficient (growth in milli GPUs), its variable, and the pending
+/// job it belongs to (`None` for a fresh sharing slot, which any sharer may open).
+type Term = (f64, Variable, Option<usize>);
 
 /// Add the fragmentation cost to the objective.
 pub fn add(ctx: &Ctx, m: &mut MipModel) {
-    let inst = ctx.inst;
+    let cost: Expression = terms(ctx.inst, &ctx.before, &m.vars)
+        .into_iter()
+        .map(|(g, v, _)| g * v)
+        .sum();
+    m.objective -= FRAG_COST_PER_MILLI * cost;
+}
+
+/// What the plan objective ([`crate::objective::evaluate`], whose fragmentation term is the
+/// exact growth) may exceed this model's objective by, on any plan: the proxy's largest
+/// possible cost (each job's largest positive coefficient, each fresh slot's opening, at most
+/// one per sharer) plus [`crate::objective::fragmentation_slack`]. Added to the model's dual
+/// bound, it keeps the bound a bound of the plan objective. 0 without a task distribution.
+pub fn bound_slack(inst: &Instance, vars: &Vars) -> f64 {
+    if inst.task_dist.is_none() {
+        return 0.0;
+    }
+    let before = ClusterState::new(inst);
+    let mut per_job: BTreeMap<usize, f64> = BTreeMap::new();
+    let mut fresh: Vec<f64> = Vec::new();
+    for (g, _, j) in terms(inst, &before, vars) {
+        match j {
+            Some(j) => {
+                let e = per_job.entry(j).or_insert(0.0);
+                *e = e.max(g);
+            }
+            None => fresh.push(g.max(0.0)),
+        }
+    }
+    let sharers = inst.pending.iter().filter(|j| j.is_sharer()).count();
+    fresh.sort_by(|a, b| b.total_cmp(a));
+    let opened: f64 = fresh.iter().take(sharers).sum();
+    FRAG_COST_PER_MILLI * (per_job.values().sum::<f64>() + opened)
+        + crate::objective::fragmentation_slack(inst)
+}
+
+/// Every term of the cost (none without a task distribution).
+fn terms(inst: &Instance, before: &ClusterState, vars: &Vars) -> Vec<Term> {
     let Some(dist) = inst.task_dist.as_deref() else {
-        return;
+        return Vec::new();
     };
-    let state = RoundState::new(inst, &ctx.before);
-    let mut cost = Expression::from(0.0);
+    let state = RoundState::new(inst, before);
+    let mut out: Vec<Term> = Vec::new();
     for (j, job) in inst.pending.iter().enumerate() {
-        for c in &m.vars.cells[j] {
+        for c in &vars.cells[j] {
             if c.split || !matches!(c.count, super::CellCount::Fixed(k) if k == job.gpus) {
                 continue;
             }
@@ -53,22 +94,25 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
                 resource_share(job.cpu_milli, g, g),
                 resource_share(job.memory_mib, g, g),
             );
-            cost += growth(dist, &before, &full, MILLI_PER_GPU, cpu, mem) * c.used;
+            let growth = growth(dist, &before, &full, MILLI_PER_GPU, cpu, mem);
+            out.push((growth, c.used, Some(j)));
         }
-        for &(n, v) in &m.vars.cpu_only[j] {
+        for &(n, v) in &vars.cpu_only[j] {
             let before = node_free(&state, n, job.priority);
-            cost += growth(dist, &before, &[], 0, job.cpu_milli, job.memory_mib) * v;
+            let growth = growth(dist, &before, &[], 0, job.cpu_milli, job.memory_mib);
+            out.push((growth, v, Some(j)));
         }
         let take = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
-        for &(slot, v) in &m.vars.share[j] {
+        for &(slot, v) in &vars.share[j] {
             if let ShareSlot::Existing(n, g) = slot {
                 let before = node_free(&state, n, job.priority);
                 let lvl = gpu_free_milli(&state, n, g, job.priority);
-                cost += growth(dist, &before, &[lvl], take, job.cpu_milli, job.memory_mib) * v;
+                let growth = growth(dist, &before, &[lvl], take, job.cpu_milli, job.memory_mib);
+                out.push((growth, v, Some(j)));
             }
         }
     }
-    for (n, slots) in m.vars.fresh.iter().enumerate() {
+    for (n, slots) in vars.fresh.iter().enumerate() {
         let smallest = inst
             .pending
             .iter()
@@ -80,9 +124,7 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
         };
         let before = node_free(&state, n, i64::MIN);
         let open = growth(dist, &before, &[MILLI_PER_GPU], take, 0, 0);
-        for &z in slots {
-            cost += open * z;
-        }
+        out.extend(slots.iter().map(|&z| (open, z, None)));
     }
-    m.objective -= FRAG_COST_PER_MILLI * cost;
+    out
 }

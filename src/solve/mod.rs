@@ -310,8 +310,9 @@ fn solve_both(
     }
 }
 
-/// The answer of the per-node MIP: decision columns decoded, the backend's result, and the
-/// model's objective constant.
+/// The answer of the per-node MIP: decision columns decoded, the backend's result, and what
+/// turns the model's dual bound into a bound of the plan objective: the objective's constant
+/// plus [`model::fragmentation::bound_slack`].
 type PerNodeAnswer = (model::start::Decision, BackendResult, f64);
 
 /// Build and solve the per-node MIP, started from the greedy plan, on a thread of its own.
@@ -345,13 +346,13 @@ fn per_node_answer(
 ) -> crate::Result<PerNodeAnswer> {
     let mut m = model::build(inst, topo);
     let start = model::start::start_values(inst, topo, &m, start);
-    let constant = m.constant;
+    let bound_shift = m.constant + model::fragmentation::bound_slack(inst, &m.vars);
     let columns = m.columns();
     let vars = std::mem::take(&mut m.vars);
     backend
         .solve(m, &start, settings)
         .and_then(|r| check_columns(r, columns))
-        .map(|r| (model::start::decode(&vars, &r.columns), r, constant))
+        .map(|r| (model::start::decode(&vars, &r.columns), r, bound_shift))
 }
 
 /// The per-node MIP, started from the greedy plan, under the budget left after the greedy.
@@ -374,9 +375,9 @@ fn solve_per_node(
     };
     let rx = spawn_per_node(inst, topo, &greedy.assignment, backend, settings)
         .map_err(|e| Fallback::ThreadNotStarted(e.to_string()))?;
-    let (decision, result, constant) = await_answer(&rx, limits.wait, Solver::PerNode)?;
+    let (decision, result, bound_shift) = await_answer(&rx, limits.wait, Solver::PerNode)?;
     let answered = Answered {
-        bound: result.dual_bound.map(|b| b + constant),
+        bound: result.dual_bound.map(|b| b + bound_shift),
         time_limit_hit: result.status == BackendStatus::LimitWithIncumbent,
     };
     let assignment =

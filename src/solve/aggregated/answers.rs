@@ -200,7 +200,10 @@ fn solve(
         .map(|(&v, &i)| (v, r.columns[i]))
         .collect();
     let incumbent = constant + objective.eval_with(&values);
-    let bound = r.dual_bound.map(|b| b + constant);
+    // The model has no fragmentation term; the plan objective's may lower its costs below 0.
+    let bound = r
+        .dual_bound
+        .map(|b| b + constant + crate::objective::fragmentation_slack(inst));
     tracing::debug!(
         seconds = started.elapsed().as_secs_f64(),
         integer,
