@@ -6,7 +6,7 @@
 
 use crate::assignment::Assignment;
 use crate::heuristics::placement::free::node_free;
-use crate::instance::{Instance, PendingJob, RunningJob, Weights};
+use crate::instance::{Instance, PackingWeights, PendingJob, RunningJob, Weights};
 use crate::round_state::RoundState;
 use crate::state::GpuUse;
 use crate::topology::{spread_penalty, Topology};
@@ -197,7 +197,7 @@ pub fn fairness_penalty(w: &Weights, fair: &[f64], held: &[f64]) -> f64 {
 /// Packing penalty of one node with `usable` GPUs, `busy_before` of them busy before the round
 /// and `busy_after` after: `open_node` if it was empty and is used, `strand` per free usable
 /// GPU if it is in use before or after.
-pub fn node_packing(w: &Weights, usable: u32, busy_before: u32, busy_after: u32) -> f64 {
+pub fn node_packing(w: PackingWeights, usable: u32, busy_before: u32, busy_after: u32) -> f64 {
     let mut penalty = 0.0;
     if busy_before == 0 && busy_after > 0 {
         penalty += w.open_node;
@@ -212,7 +212,7 @@ pub fn node_packing(w: &Weights, usable: u32, busy_before: u32, busy_after: u32)
 /// `strand` per free usable GPU left on every node in use before or after the round. A GPU
 /// shared before the round counts as busy after it (it is never given whole).
 pub fn packing_penalty(inst: &Instance, a: &Assignment) -> f64 {
-    let w = &inst.policy.weights;
+    let w = inst.packing_weights();
     let before = crate::state::ClusterState::new(inst);
     let mut taken: Vec<Vec<bool>> = inst
         .nodes

@@ -246,16 +246,16 @@ fn gpu_weighting_scales_shares_by_gpu_demand() {
 /// The per-node MIP and the plan objective price the fragmentation a placement causes alike:
 /// on WHOLE with a workload of 3-GPU tasks, job j on node b grows b's fragmentation by 2000
 /// milli (3 free -> 2, which no task can use) and on a by 0 (4 -> 3). With one arrival the
-/// MIP's term is exact: each placement's MIP objective equals its plan objective, and the
-/// distribution lowers the objective of the placement on b by the price of 2000 milli, of the
-/// one on a by nothing.
+/// MIP's term is exact: each placement's MIP objective equals its plan objective, with and
+/// without the distribution; with it, the placement on b pays the price of 2000 milli, the one
+/// on a nothing, and neither pays packing (the fragmentation term replaces it).
 #[test]
 fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
     use gangplan::assignment::Assignment;
     use gangplan::model::{self, fragmentation::FRAG_COST_PER_MILLI};
-    use gangplan::objective::evaluate;
-    // (MIP objective, plan objective) of j on node a, then on node b.
-    let priced = |yaml: &str| {
+    use gangplan::objective::{evaluate, ObjectiveTerms};
+    // (MIP objective, plan objective's terms) of j on node a, then on node b.
+    let priced = |yaml: &str| -> [(f64, ObjectiveTerms); 2] {
         let inst = parse(yaml);
         let topo = Topology::new(&inst);
         let m = model::build(&inst, &topo);
@@ -266,18 +266,23 @@ fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
             };
             let (bad, mip) = m.check(&model::start::start_values(&inst, &topo, &m, &a));
             assert!(bad.is_empty(), "{bad:?}");
-            (mip, evaluate(&inst, &topo, &a).total())
+            (mip, evaluate(&inst, &topo, &a))
         };
         [at(0, 4), at(1, 5)]
     };
     let plain = priced(WHOLE);
     let yaml = format!("{WHOLE}policy:\n  task_distribution:\n    - {{gpus: 3, share: 1}}\n");
     let with = priced(&yaml);
-    for (mip, eval) in plain.iter().chain(&with) {
-        assert!((mip - eval).abs() < 1e-9, "MIP {mip} against plan {eval}");
+    for (mip, terms) in plain.iter().chain(&with) {
+        let total = terms.total();
+        assert!((mip - total).abs() < 1e-9, "MIP {mip} against plan {total}");
     }
-    assert!((plain[0].1 - with[0].1).abs() < 1e-9, "node a: no growth");
-    let b = plain[1].1 - with[1].1;
+    assert!(plain
+        .iter()
+        .all(|(_, t)| t.fragmentation == 0.0 && t.packing > 0.0));
+    assert!(with.iter().all(|(_, t)| t.packing == 0.0), "{with:?}");
+    assert!(with[0].1.fragmentation.abs() < 1e-9, "node a: no growth");
+    let b = with[1].1.fragmentation;
     assert!(
         (b - FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
         "node b costs 2000 milli of fragment: {b}"

@@ -66,7 +66,7 @@ impl<'s> MoveScore<'s> {
     /// Node n's packing penalty in `state`.
     pub fn packing(&self, state: &RoundState, n: NodeIx) -> f64 {
         node_packing(
-            &self.inst.policy.weights,
+            self.inst.packing_weights(),
             self.inst.nodes[n].usable(),
             self.busy_before[n],
             state.busy[n],

@@ -243,7 +243,35 @@ pub struct Instance {
     pub reservations: Vec<Reservation>,
 }
 
+/// The packing weights the objective prices: nodes opened and GPUs stranded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PackingWeights {
+    /// Cost of starting work on an empty node.
+    pub open_node: f64,
+    /// Cost per free GPU left on a node in use.
+    pub strand: f64,
+}
+
 impl Instance {
+    /// The packing weights of the objective: `policy.weights.open_node` and `strand`, or none
+    /// when the instance carries a task distribution. The distribution's fragmentation term
+    /// ([`crate::objective::fragmentation_cost`]) then prices the room a plan wastes against
+    /// the workload itself, where the packing terms guess it from free GPUs alone (and would
+    /// count the same room twice).
+    pub fn packing_weights(&self) -> PackingWeights {
+        let w = &self.policy.weights;
+        match self.task_dist {
+            Some(_) => PackingWeights {
+                open_node: 0.0,
+                strand: 0.0,
+            },
+            None => PackingWeights {
+                open_node: w.open_node,
+                strand: w.strand,
+            },
+        }
+    }
+
     /// Usable (not down) GPUs in the cluster.
     pub fn gpus_usable(&self) -> u32 {
         self.nodes.iter().map(Node::usable).sum()

@@ -8,7 +8,9 @@
 //!   cost: strand (U_n - B_n + sum_k g_kn p_k - sum_j x_jn - sum_i z_ni)
 //! ```
 //! `strand` prices every free GPU left on a node in use before or after the round; the
-//! constant part goes to [`MipModel::constant`].
+//! constant part goes to [`MipModel::constant`]. Both weights are
+//! [`crate::instance::Instance::packing_weights`]: none when the round carries a task
+//! distribution, whose fragmentation term ([`super::fragmentation`]) prices wasted room instead.
 
 use super::capacity::{fresh_slots, whole_users};
 use super::{Ctx, MipModel};
@@ -18,7 +20,7 @@ use good_lp::{variable, Expression, IntoAffineExpression};
 /// Add the packing variables, rows and cost.
 pub fn add(ctx: &Ctx, m: &mut MipModel) {
     let inst = ctx.inst;
-    let w = &inst.policy.weights;
+    let w = inst.packing_weights();
     for (n, node) in inst.nodes.iter().enumerate() {
         let usable = node.usable() as f64;
         let placed: Expression = whole_users(ctx, m, n)

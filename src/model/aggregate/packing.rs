@@ -61,7 +61,7 @@ pub fn floor(
     takes: &[Vec<TypeTake>],
     freed: &[Vec<(f64, Variable)>],
 ) -> PackingFloor {
-    let w = &inst.policy.weights;
+    let w = inst.packing_weights();
     let ntypes = takes.len();
     let mut partial_free = vec![0u64; ntypes];
     // Usable GPUs of each empty node, per type.
