@@ -213,6 +213,9 @@ pub fn node_packing(w: PackingWeights, usable: u32, busy_before: u32, busy_after
 /// shared before the round counts as busy after it (it is never given whole).
 pub fn packing_penalty(inst: &Instance, a: &Assignment) -> f64 {
     let w = inst.packing_weights();
+    if w.open_node == 0.0 && w.strand == 0.0 {
+        return 0.0; // rounds with a task distribution price fragmentation instead
+    }
     let before = crate::state::ClusterState::new(inst);
     let mut taken: Vec<Vec<bool>> = inst
         .nodes
