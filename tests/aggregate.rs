@@ -210,6 +210,20 @@ fn cpu_and_memory_count_together_per_node() {
     assert!(!agg.assignment.placed.contains_key(&job(&inst, "second")));
 }
 
+/// One node's CPU holds one job of 16 CPU or two of 8, never one of each: counted by GPUs
+/// per level the node holds both, and the bound credits the high-priority job and a small
+/// one; the rows of CPU amounts per node prove the plan that starts both small jobs optimal.
+#[test]
+fn cpu_amounts_of_mixed_levels_count_together_per_node() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "cpu-levels-mixed",
+        "the node's CPU is counted once per level, not as one amount",
+    );
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "small-a")));
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "small-b")));
+    assert!(!agg.assignment.placed.contains_key(&job(&inst, "big")));
+}
+
 /// A round of 520 nodes whose 6,000 jobs ask CPU and memory per GPU at random: at 16 levels an
 /// octave they would make more classes than the budget, so the levels get coarser until they
 /// fit; the relaxation of the coarser model still bounds the greedy plan and the placed

@@ -49,7 +49,7 @@
 //!
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
-//! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node), [`slots`] (size levels), [`compact`], [`spread`]
+//! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node), [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`], [`spread`]
 //! and [`packing`]; victims' need of outranking starts ([`crate::model::outranked`]), quotas and
 //! fairness are the per-node model's rows ([`crate::model::quota`],
 //! [`crate::model::fairness`]) over the class counts.
@@ -59,6 +59,7 @@ pub mod classes;
 pub mod compact;
 pub mod cpu_and_memory;
 pub mod packing;
+pub mod resource_sums;
 pub mod resources;
 pub mod slots;
 pub mod spread;
@@ -131,6 +132,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     capacity::add(&supply, &demand, &mut m);
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);
+    resource_sums::add(&demand.resource_users, &rooms, &mut m);
     let classes::Demand {
         classes,
         takes,
