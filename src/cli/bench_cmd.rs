@@ -28,8 +28,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub tight: bool,
     /// Generator families to run (comma separated; `all` for every one): default,
-    /// mixed-types, whole-nodes, partial-nodes, tight-cpu, sharers, quotas, constrained,
-    /// mixed (docs/bench.md).
+    /// mixed-types, whole-nodes, partial-nodes, tight-cpu, skewed-resources, sharers, quotas,
+    /// constrained, mixed (docs/bench.md).
     #[arg(long, default_value = "default", value_delimiter = ',')]
     pub family: Vec<String>,
     /// Run every instance file (.yaml, .yml, .json) of this folder instead of generated rounds.
