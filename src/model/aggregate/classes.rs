@@ -58,6 +58,8 @@ pub struct Demand {
     pub tenant_starts: Vec<Vec<(f64, Variable)>>,
     /// Per type: what each class of whole GPUs asks for the CPU and memory rows.
     pub resource_users: Vec<Vec<ResourceUse>>,
+    /// Per pending job: the spread floor its value is taken net of (0 outside every class).
+    pub spread_floors: Vec<f64>,
 }
 
 /// The most classes a round's levels may make: past it the levels get coarser.
@@ -197,6 +199,7 @@ pub fn build(
         takes: (0..ntypes).map(|_| Vec::new()).collect(),
         tenant_starts: vec![Vec::new(); inst.tenants.len()],
         resource_users: vec![Vec::new(); ntypes],
+        spread_floors: vec![0.0; inst.pending.len()],
         ..Demand::default()
     };
     for (key, members) in &class_of {
@@ -215,7 +218,7 @@ pub fn build(
     // CPU-only jobs: value taken whole (they need no GPU), one class each.
     for (j, _) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
         let n_c = m.problem.add(int(variable().min(0).max(1)));
-        let ranked = top_k_value(inst, spread_floor, &[j], n_c, m);
+        let ranked = top_k_value(inst, spread_floor, &[j], n_c, &mut demand.spread_floors, m);
         demand.classes.push((ranked, n_c));
     }
     demand
@@ -239,7 +242,14 @@ fn gpu_class(
     let n_c = m
         .problem
         .add(int(variable().min(0).max(members.len() as f64)));
-    let ranked = top_k_value(inst, spread_floor, members, n_c, m);
+    let ranked = top_k_value(
+        inst,
+        spread_floor,
+        members,
+        n_c,
+        &mut demand.spread_floors,
+        m,
+    );
     let compact = (!*one_node && gpn.is_none() && milli.is_none() && units_are_nodes)
         .then(|| CompactGang::of(inst, topo, spread_floor, members));
     let eq = inst.pending[members[0]].gpu_equivalent();
@@ -325,19 +335,22 @@ fn level_entry(rows: &mut LevelRows, t: usize, level: u32) -> &mut (Expression, 
 /// ```
 ///
 /// so z_c = F(n_c) at every integer n_c: two non-zeros a row, no per-job variable. Returns the
-/// members best first (index on ties), the order in which a solution's n_c picks them.
+/// members best first (index on ties), the order in which a solution's n_c picks them; each
+/// member's spread floor goes into `floors`.
 fn top_k_value(
     inst: &Instance,
     spread_floor: &mut SpreadFloor,
     members: &[usize],
     n_c: Variable,
+    floors: &mut [f64],
     m: &mut MipModel,
 ) -> Vec<usize> {
     let mut ranked: Vec<(f64, usize)> = members
         .iter()
         .map(|&j| {
             let job = &inst.pending[j];
-            (job_value(inst, job) - spread_floor.of(job), j)
+            floors[j] = spread_floor.of(job);
+            (job_value(inst, job) - floors[j], j)
         })
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

@@ -90,6 +90,8 @@ pub struct AggregateModel {
     pub preempt: Vec<(usize, Variable)>,
     /// Column of every variable.
     pub columns: HashMap<Variable, usize>,
+    /// Per pending job: the spread floor its class's value is taken net of.
+    pub spread_floors: Vec<f64>,
 }
 
 impl AggregateModel {
@@ -138,6 +140,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         takes,
         level_rows,
         tenant_starts,
+        spread_floors,
         ..
     } = demand;
     slots::add(&supply.node_offers, level_rows, integer, &mut m);
@@ -178,6 +181,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         classes,
         preempt,
         columns,
+        spread_floors,
     }
 }
 

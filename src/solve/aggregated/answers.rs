@@ -48,6 +48,8 @@ pub struct ModelAnswer {
     /// The model's own objective at its answer: what the choice promised before the second
     /// stage placed it.
     pub incumbent: f64,
+    /// The spread floors of the jobs it starts (what its objective charges them for spread).
+    pub spread_floors: f64,
     /// Where the model's thread is placing the choice itself because the greedy was still
     /// running ([`Early`]): the plan of that pass comes here.
     pub early: Option<mpsc::Receiver<StagePlan>>,
@@ -89,6 +91,8 @@ impl Early {
         let choice = Choice {
             chosen: a.chosen.clone(),
             victims: a.victims.clone(),
+            incumbent: a.incumbent,
+            spread_floors: a.spread_floors,
         };
         let (plan_tx, plan_rx) = mpsc::channel();
         a.early = Some(plan_rx);
@@ -211,9 +215,11 @@ fn solve(
         bound,
         "aggregated model solved"
     );
+    let chosen = agg.chosen(&r.columns);
     Ok(ModelAnswer {
         stage,
-        chosen: agg.chosen(&r.columns),
+        spread_floors: chosen.iter().map(|&j| agg.spread_floors[j]).sum(),
+        chosen,
         victims: agg.victims(&r.columns),
         status: r.status,
         bound,

@@ -187,6 +187,8 @@ impl Placed {
         let choice = Choice {
             chosen: a.chosen,
             victims: a.victims,
+            incumbent: a.incumbent,
+            spread_floors: a.spread_floors,
         };
         let plan = second_stage(inst, topo, &choice, budget, greedy.took, early);
         log_second_stage(inst, topo, &choice, &plan.1);

@@ -29,6 +29,10 @@ pub struct Choice {
     pub chosen: BTreeSet<usize>,
     /// Running jobs it preempts.
     pub victims: Vec<usize>,
+    /// The model's objective at the choice.
+    pub incumbent: f64,
+    /// The spread floors of the chosen jobs, as the model charged them.
+    pub spread_floors: f64,
 }
 
 /// A second-stage plan: objective, assignment, the sequence that produced it, and the index
@@ -217,6 +221,8 @@ pub fn log_second_stage(
         preempted = assignment.preempted.len(),
         preemption = terms.preemption,
         spread = terms.spread,
+        model_spread_floors = choice.spread_floors,
+        model_objective = choice.incumbent,
         fairness = terms.fairness,
         packing = terms.packing,
         "second stage against the model's choice"
