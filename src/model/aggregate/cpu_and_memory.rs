@@ -26,12 +26,13 @@ use crate::model::MipModel;
 use good_lp::Expression;
 use std::collections::BTreeSet;
 
-/// The most levels of each resource the pairs of one type are drawn from.
+/// The most levels of each resource the pairs of one type (and the rows of
+/// [`super::resource_sums`]) are drawn from.
 pub const MOST_LEVELS: usize = 8;
 
 /// At most [`MOST_LEVELS`] of `levels` (ascending), evenly spaced from the lowest to the
 /// highest.
-fn spaced(levels: &BTreeSet<u64>) -> Vec<u64> {
+pub fn spaced(levels: &BTreeSet<u64>) -> Vec<u64> {
     let all: Vec<u64> = levels.iter().copied().collect();
     if all.len() <= MOST_LEVELS {
         return all;

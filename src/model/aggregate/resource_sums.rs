@@ -8,7 +8,7 @@
 //! floor(O_n / o_a)) of its GPUs (f_n its free GPUs, O_n the other resource left, o_a the
 //! lowest level of the other resource among those jobs). So their amounts on n sum to at most
 //! min(R_n, r_a H_n(a)), r_a the highest level among them. For every level a of the type's
-//! classes (at most [`MOST_LEVELS`] of them, evenly spaced from the lowest):
+//! classes (at most [`super::cpu_and_memory::MOST_LEVELS`] of them, evenly spaced from the lowest):
 //!
 //! ```text
 //! sum_{c on t: r_c >= a} r_c g_c x_ct
@@ -26,13 +26,11 @@
 //! is tighter than the trivial one (its right side below r_a times the GPUs the type's nodes
 //! hold for such jobs) and differs from the row of the level below.
 
+use super::cpu_and_memory::spaced;
 use super::resources::{NodeRoom, ResourceUse, Rooms};
 use crate::model::MipModel;
 use good_lp::Expression;
 use std::collections::BTreeSet;
-
-/// The most levels of each resource a type's rows are drawn from.
-pub const MOST_LEVELS: usize = 8;
 
 /// Add the rows of every type (`resource_users`: per type, the classes' uses).
 pub fn add(resource_users: &[Vec<ResourceUse>], rooms: &Rooms, m: &mut MipModel) {
@@ -80,18 +78,6 @@ fn type_rows(
         m.constraints.push(lhs.leq(rhs.room));
         previous = Some(rhs);
     }
-}
-
-/// At most [`MOST_LEVELS`] of `levels` (ascending), evenly spaced from the lowest to the
-/// highest.
-fn spaced(levels: &BTreeSet<u64>) -> Vec<u64> {
-    let all: Vec<u64> = levels.iter().copied().collect();
-    if all.len() <= MOST_LEVELS {
-        return all;
-    }
-    (0..MOST_LEVELS)
-        .map(|i| all[i * (all.len() - 1) / (MOST_LEVELS - 1)])
-        .collect()
 }
 
 /// The right side of one row: the room now and the victims' coefficients.
