@@ -100,7 +100,7 @@ pub fn second_stage(
         .copied()
         .filter(|j| chosen.contains(j))
         .collect();
-    let relocated = relocate(inst, topo, &assignment, &insert, budget.work_until());
+    let relocated = relocate(inst, topo, &assignment, &insert, budget.relocation_until());
     let relocated_objective = evaluate(inst, topo, &relocated).total();
     if relocated_objective > objective + TOLERANCE {
         (objective, assignment) = (relocated_objective, relocated);
