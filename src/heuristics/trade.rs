@@ -68,7 +68,7 @@ pub fn trade(
     let (mut nodes, mut kept) = (0, 0);
     for sweep in 0..SWEEPS {
         let kept_before = kept;
-        for n in 0..inst.nodes.len() {
+        for n in most_free_first(&state) {
             if state.free[n] == 0 {
                 continue;
             }
@@ -93,6 +93,14 @@ pub fn trade(
         return (plan.clone(), 0);
     }
     (state.assignment, kept)
+}
+
+/// The nodes with free GPUs, most free first, then by index: where a round's time cuts the
+/// sweep, the nodes with the most GPUs to fill come first.
+fn most_free_first(state: &RoundState) -> Vec<NodeIx> {
+    let mut nodes: Vec<NodeIx> = (0..state.free.len()).filter(|&n| state.free[n] > 0).collect();
+    nodes.sort_by_key(|&n| (std::cmp::Reverse(state.free[n]), n));
+    nodes
 }
 
 /// Waiting jobs that fit one node whole, grouped by what they ask of a node: (GPUs, CPU,
