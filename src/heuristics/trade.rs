@@ -68,7 +68,7 @@ pub fn trade(
     let (mut nodes, mut kept) = (0, 0);
     for sweep in 0..SWEEPS {
         let kept_before = kept;
-        for n in most_free_first(&state) {
+        for n in most_free_first(&state.free) {
             if state.free[n] == 0 {
                 continue;
             }
@@ -97,9 +97,9 @@ pub fn trade(
 
 /// The nodes with free GPUs, most free first, then by index: where a round's time cuts the
 /// sweep, the nodes with the most GPUs to fill come first.
-fn most_free_first(state: &RoundState) -> Vec<NodeIx> {
-    let mut nodes: Vec<NodeIx> = (0..state.free.len()).filter(|&n| state.free[n] > 0).collect();
-    nodes.sort_by_key(|&n| (std::cmp::Reverse(state.free[n]), n));
+fn most_free_first(free: &[u32]) -> Vec<NodeIx> {
+    let mut nodes: Vec<NodeIx> = (0..free.len()).filter(|&n| free[n] > 0).collect();
+    nodes.sort_by_key(|&n| (std::cmp::Reverse(free[n]), n));
     nodes
 }
 
@@ -326,4 +326,15 @@ fn room_share(state: &RoundState, n: NodeIx, job: &PendingJob) -> f64 {
     };
     gpus.max(of(job.cpu_milli, state.cpu_free[n]))
         .max(of(job.memory_mib, state.mem_free[n]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_free_first;
+
+    #[test]
+    fn sweeps_visit_the_nodes_with_free_gpus_most_free_first_then_by_index() {
+        assert_eq!(most_free_first(&[1, 0, 4, 2, 4, 0]), vec![2, 4, 3, 0]);
+        assert!(most_free_first(&[0, 0]).is_empty());
+    }
 }
