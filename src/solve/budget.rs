@@ -368,7 +368,7 @@ mod tests {
         assert!((b.aggregated_time_limit() - 9.0 * 0.7).abs() < 1e-12);
         assert!(b.passes_until() <= b.work_until());
         assert!(b.work_until() <= b.reasons_deadline());
-        // Relocation takes half of what is left before the work deadline, leaving the rest.
+        // Relocation takes its share of what is left before the work deadline, leaving the rest.
         let (before, relocation, after) = (Instant::now(), b.relocation_until(), Instant::now());
         assert!(relocation < b.work_until());
         assert!(relocation >= before + (b.work_until() - after).mul_f64(RELOCATION_SHARE));
