@@ -168,6 +168,30 @@ fn gang_on_more_nodes_pays_the_extra_node_in_the_bound() {
     assert_eq!(gang.map(|g| g.len()), Some(3), "the gang spans three nodes");
 }
 
+/// A fixed-shape gang (8 GPUs on every node it uses) in a rack whose free GPUs would hold it
+/// but whose nodes, all but one, have 7 GPUs free: the spread floor counts a node only where
+/// it can host a whole piece, so the bound charges the gang both racks.
+#[test]
+fn spread_floor_counts_only_nodes_that_host_a_whole_piece() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "fixed-shape-racks",
+        "the spread floor counts 7-GPU nodes for a gang of 8 GPUs a node",
+    );
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "gang")));
+}
+
+/// A gang that fits in one rack only with a costly victim's GPUs: the model does not preempt
+/// it, so it charges the gang the floor of the free GPUs (two racks), not the floor over every
+/// GPU it could take (one rack).
+#[test]
+fn spread_floor_below_the_free_gpus_needs_victims_preempted() {
+    let (_, agg) = aggregated_bound_proves_optimal(
+        "victim-for-rack",
+        "the gang's one-rack floor is counted without preempting the victim it needs",
+    );
+    assert!(agg.assignment.preempted.is_empty());
+}
+
 /// The same round with victims and whole-slot counts continuous (the linear relaxation; large
 /// rounds keep them continuous): each node's cheap victim frees only part of its slot, and
 /// without a cap per victim the relaxation counts those parts (two nodes, each with 4 GPUs free

@@ -17,6 +17,7 @@ use super::packing::TypeTake;
 use super::resources::{Levels, ResourceUse};
 use super::spread::SpreadFloor;
 use super::supply::VictimPriorities;
+use super::victim_spread::{self, VictimUsers};
 use crate::instance::{Instance, PendingJob};
 use crate::model::MipModel;
 use crate::objective::job_value;
@@ -60,6 +61,8 @@ pub struct Demand {
     pub resource_users: Vec<Vec<ResourceUse>>,
     /// Per pending job: the spread floor its value is taken net of (0 outside every class).
     pub spread_floors: Vec<f64>,
+    /// The classes whose spread floors count on victims ([`victim_spread`]).
+    pub victim_users: VictimUsers,
 }
 
 /// The most classes a round's levels may make: past it the levels get coarser.
@@ -252,6 +255,12 @@ fn gpu_class(
     );
     let compact = (!*one_node && gpn.is_none() && milli.is_none() && units_are_nodes)
         .then(|| CompactGang::of(inst, topo, spread_floor, members));
+    let discount = milli
+        .is_none()
+        .then(|| victim_spread::discount(inst, spread_floor, members, &demand.spread_floors))
+        .flatten();
+    // What the class's jobs off their fewest nodes pay beyond their floors.
+    let mut off_fewest = Expression::from(0.0);
     let eq = inst.pending[members[0]].gpu_equivalent();
     demand.tenant_starts[inst.pending[members[0]].tenant].push((eq, n_c));
     let mut sum_x = Expression::from(0.0);
@@ -291,7 +300,7 @@ fn gpu_class(
                 variable().min(0)
             });
             m.constraints.push((y - x).leq(0.0));
-            m.objective -= gang.extra_node * (x - y);
+            off_fewest += gang.extra_node * (x - y);
             let mut level = 2;
             while level <= gang.least_per_node {
                 level_entry(&mut demand.level_rows, t, level)
@@ -318,6 +327,10 @@ fn gpu_class(
         }
     }
     m.constraints.push((sum_x - n_c).eq(0.0));
+    match discount {
+        Some(d) => victim_spread::add_user(m, &mut demand.victim_users, *prio, &d, n_c, off_fewest),
+        None => m.objective -= off_fewest,
+    }
     demand.classes.push((ranked, n_c));
 }
 

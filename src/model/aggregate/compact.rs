@@ -15,6 +15,8 @@
 //!
 //! with delta_c the least, over the class, of the spread floor over placements of at least
 //! u + 1 units minus the job's floor: the rest of the job's penalty already sits in its value.
+//! Where the class's floor counts on victims' GPUs, the delta term is one side of a larger
+//! charge ([`super::victim_spread`]).
 
 use super::spread::SpreadFloor;
 use crate::instance::Instance;

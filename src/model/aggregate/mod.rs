@@ -41,7 +41,8 @@
 //! x_ct is integer where a job of the class lands on one type (one-node jobs, one accepted
 //! type); a multi-node gang accepting several types may mix them, so its x_ct is continuous.
 //! Spread and packing enter through floors that no placement can beat ([`spread`],
-//! [`packing`]); CPU and memory enter per type and level of CPU (memory) per GPU
+//! [`packing`]; a floor that counts on victims' GPUs holds only as far as the victims are
+//! preempted, [`victim_spread`]); CPU and memory enter per type and level of CPU (memory) per GPU
 //! ([`resources`]); the locality of multi-node gangs beyond those floors is left out: all on
 //! the safe side for the bound. A second stage
 //! (`solve`) places the chosen jobs first with the greedy machinery, so the returned plan is
@@ -49,10 +50,11 @@
 //!
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
-//! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node), [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`], [`spread`]
-//! and [`packing`]; victims' need of outranking starts ([`crate::model::outranked`]), quotas and
-//! fairness are the per-node model's rows ([`crate::model::quota`],
-//! [`crate::model::fairness`]) over the class counts.
+//! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
+//! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`], [`spread`],
+//! [`victim_spread`] and [`packing`]; victims' need of outranking starts
+//! ([`crate::model::outranked`]), quotas and fairness are the per-node model's rows
+//! ([`crate::model::quota`], [`crate::model::fairness`]) over the class counts.
 
 pub mod capacity;
 pub mod classes;
@@ -64,6 +66,7 @@ pub mod resources;
 pub mod slots;
 pub mod spread;
 pub mod supply;
+pub mod victim_spread;
 
 pub use slots::INTEGER_SLOT_NODES_LIMIT;
 pub use supply::INTEGER_VICTIMS_LIMIT;
@@ -132,6 +135,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         spread::SpreadFloor::new(inst, topo, &supply.offers, rules.levels(), rules.victims());
     let demand = classes::build(inst, topo, integer, &rules, &mut spread_floor, &mut m);
     capacity::add(&supply, &demand, &mut m);
+    victim_spread::add(&supply.victims, &demand.victim_users, &mut m);
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);
     resource_sums::add(&demand.resource_users, &rooms, &mut m);

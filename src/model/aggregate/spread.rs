@@ -1,8 +1,9 @@
 //! A floor under the spread penalty of each gang, from the best capacity it could reach.
 //!
-//! For job j (g_j GPUs, priority pi_j, accepted types M_j, at most k_j GPUs per node) let pot_n
-//! be the GPUs of node n that are free or held whole by preemptible work of priority below
-//! pi_j, capped at k_j, on nodes of M_j: all the job could ever take there. Any
+//! For job j (g_j GPUs, priority pi_j, accepted types M_j) let pot_n be the GPUs of node n
+//! that are free or held whole by preemptible work of priority below pi_j, on nodes of M_j:
+//! all the job could ever take there; with a fixed shape of k_j GPUs on every node it uses,
+//! pot_n is k_j where that count reaches k_j and 0 where it does not. Any
 //! placement of j covers at least U_j node units, R_j racks and P_j pods, where U_j is the
 //! fewest units whose pot sums reach g_j (likewise R_j over racks, P_j over pods). So
 //!
@@ -69,8 +70,8 @@ fn rack_of_units(inst: &Instance, topo: &Topology) -> Option<Vec<(usize, usize)>
 }
 
 /// What a job's reach depends on: accepted types, GPUs per node, priority, CPU and memory
-/// levels per GPU.
-type ReachKey = (Vec<bool>, Option<u32>, i64, u64, u64);
+/// levels per GPU, and which GPUs it counts.
+type ReachKey = (Vec<bool>, Option<u32>, i64, u64, u64, Reachable);
 
 /// A node's CPU and memory left with every preemptible running job's share counted free
 /// (`None`: unlimited). CPU and memory freed by a victim may go to any job, whatever its
@@ -190,7 +191,7 @@ impl<'a> SpreadFloor<'a> {
         if job.gpus == 0 || job.is_sharer() || self.topo.units != self.inst.nodes.len() {
             return true;
         }
-        let fewest = self.fewest(job);
+        let fewest = self.fewest(job, Reachable::WithVictims);
         let fits_nodes = fewest.units.is_some_and(|u| u <= job.node_limit());
         let fits_rack =
             job.within != Some(crate::instance::Locality::Rack) || fewest.one_rack.is_some();
@@ -199,9 +200,9 @@ impl<'a> SpreadFloor<'a> {
 
     /// The fewest domains job j's GPUs could cover at each level, worked out once per key
     /// and size.
-    fn fewest(&mut self, job: &PendingJob) -> Fewest {
+    fn fewest(&mut self, job: &PendingJob, reachable: Reachable) -> Fewest {
         let g = job.gpus as u64;
-        let reach = self.reach(job);
+        let reach = self.reach(job, reachable);
         if let Some(known) = reach.fewest.get(&g) {
             return *known;
         }
@@ -220,7 +221,7 @@ impl<'a> SpreadFloor<'a> {
     }
 
     /// The reach of job j's key, computed on first use.
-    fn reach(&mut self, job: &PendingJob) -> &mut Reach {
+    fn reach(&mut self, job: &PendingJob, reachable: Reachable) -> &mut Reach {
         let g = job.gpus.max(1) as u64;
         let key = (
             self.topo.type_mask(job),
@@ -228,6 +229,7 @@ impl<'a> SpreadFloor<'a> {
             self.victims.stand_in(job.priority),
             self.per_gpu.of_amount(job.cpu_milli / g),
             self.per_gpu.of_amount(job.memory_mib / g),
+            reachable,
         );
         let (inst, topo) = (self.inst, self.topo);
         let live = (self.live.as_slice(), self.live_offers.as_slice());
@@ -242,9 +244,21 @@ impl<'a> SpreadFloor<'a> {
         self.of_spanning(job, 0)
     }
 
+    /// The floor of job j's spread penalty over the placements that take no preempted
+    /// victim's GPU: at least [`Self::of`].
+    pub fn of_free_only(&mut self, job: &PendingJob) -> f64 {
+        self.floor(job, 0, Reachable::FreeOnly)
+    }
+
     /// The floor of job j's spread penalty over the placements that cover at least
     /// `at_least_units` node units (0: every placement).
     pub fn of_spanning(&mut self, job: &PendingJob, at_least_units: u32) -> f64 {
+        self.floor(job, at_least_units, Reachable::WithVictims)
+    }
+
+    /// The floor over the placements on what `reachable` offers that cover at least
+    /// `at_least_units` node units.
+    fn floor(&mut self, job: &PendingJob, at_least_units: u32, reachable: Reachable) -> f64 {
         let s = &job.slowdown;
         if job.gpus <= 1
             || [s.span_nodes, s.span_racks, s.span_pods]
@@ -253,37 +267,149 @@ impl<'a> SpreadFloor<'a> {
         {
             return 0.0; // (a slowdown below 1 would make the penalty fall with the span)
         }
-        let (inst, topo) = (self.inst, self.topo);
         let Fewest {
             units: Some(units),
             racks: Some(racks),
             pods: Some(pods),
             one_rack,
-        } = self.fewest(job)
+        } = self.fewest(job, reachable)
         else {
             return 0.0; // the job cannot start at all; the capacity rows see to it
         };
-        let penalty = |units: u32, racks: u32, pods: u32| {
-            let span = Span {
-                nodes: units,
-                units,
-                racks,
-                pods,
-                island_splits: 0,
-            };
-            spread_penalty(
-                &span,
-                topo.min_units(inst, job),
-                job.gpus,
-                &job.slowdown,
-                inst.policy.weights.spread,
-            )
-        };
         // Over several racks: at least the fewest units, two racks, the fewest pods.
-        let spread_out = penalty(units.max(at_least_units), racks.max(2), pods);
+        let spread_out = self.penalty(job, units.max(at_least_units), racks.max(2), pods);
         // In one rack: the fewest units any one rack can do it with.
-        let one_rack = one_rack.map(|u| penalty(u.max(at_least_units), 1, 1));
+        let one_rack = one_rack.map(|u| self.penalty(job, u.max(at_least_units), 1, 1));
         one_rack.map_or(spread_out, |p| p.min(spread_out))
+    }
+
+    /// The penalty of job j over a span of `units` node units, `racks` racks and `pods` pods.
+    fn penalty(&self, job: &PendingJob, units: u32, racks: u32, pods: u32) -> f64 {
+        let span = Span {
+            nodes: units,
+            units,
+            racks,
+            pods,
+            island_splits: 0,
+        };
+        spread_penalty(
+            &span,
+            self.topo.min_units(self.inst, job),
+            job.gpus,
+            &job.slowdown,
+            self.inst.policy.weights.spread,
+        )
+    }
+
+    /// N_j, the fewest GPUs of preempted victims that any placement of job j with a spread
+    /// below `free_floor` (its floor over the free GPUs, [`Self::of_free_only`]) takes: at
+    /// least one. Such a placement lies in one rack on at most U1 units, or over two racks or
+    /// more, in at least the fewest pods, on at most U2 units (the most units whose penalty
+    /// stays below the floor); it takes at most the free GPUs of its best U units (of one
+    /// rack that could hold it, or of all), each counted within what the job reaches there,
+    /// and victims' GPUs for the rest.
+    pub fn victim_gpus_below(&mut self, job: &PendingJob, free_floor: f64) -> u64 {
+        let g = job.gpus as u64;
+        let Fewest {
+            pods: Some(pods), ..
+        } = self.fewest(job, Reachable::WithVictims)
+        else {
+            return g;
+        };
+        let one_rack = self.most_units_below(job, 1, 1, free_floor);
+        let spread_out = self.most_units_below(job, 2, pods, free_floor);
+        let rack_reach: Vec<u64> = (self.reach(job, Reachable::WithVictims).units_in_rack)
+            .iter()
+            .map(|prefix| prefix.last().copied().unwrap_or(0))
+            .collect();
+        let free = self.reach(job, Reachable::FreeWithinReach);
+        let mut least = g;
+        if let Some(most) = one_rack {
+            for (prefix, &all) in free.units_in_rack.iter().zip(&rack_reach) {
+                if all >= g {
+                    least = least.min(g.saturating_sub(best_units(prefix, most)));
+                }
+            }
+        }
+        if let Some(most) = spread_out {
+            least = least.min(g.saturating_sub(best_units(&free.units, most)));
+        }
+        least.max(1)
+    }
+
+    /// The most node units a placement of job j over `racks` racks and `pods` pods may cover
+    /// with its penalty at most `ceiling` (`u32::MAX`: any number); `None` where even the
+    /// fewest do not stay under it.
+    fn most_units_below(
+        &self,
+        job: &PendingJob,
+        racks: u32,
+        pods: u32,
+        ceiling: f64,
+    ) -> Option<u32> {
+        let least = self.topo.min_units(self.inst, job);
+        let base = self.penalty(job, least, racks, pods);
+        if base >= ceiling {
+            return None;
+        }
+        let step = self.penalty(job, least + 1, racks, pods) - base;
+        if step <= 0.0 {
+            return Some(u32::MAX);
+        }
+        let more = ((ceiling - base) / step)
+            .floor()
+            .min(f64::from(u32::MAX / 2));
+        Some(least.saturating_add(more as u32))
+    }
+}
+
+/// The GPUs of the best `most` units of a prefix (sums, largest first).
+fn best_units(prefix: &[u64], most: u32) -> u64 {
+    let take = prefix.len().min(most as usize);
+    if take == 0 {
+        0
+    } else {
+        prefix[take - 1]
+    }
+}
+
+/// Which GPUs a reach counts on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Reachable {
+    /// Every GPU the job could ever take: free, or held by preemptible work below it.
+    WithVictims,
+    /// The free GPUs only.
+    FreeOnly,
+    /// The free GPUs of what [`Reachable::WithVictims`] counts: those a placement that
+    /// takes victims' GPUs too may take without them.
+    FreeWithinReach,
+}
+
+impl Reachable {
+    /// What a node offers (`offers`: free GPUs at `i64::MIN`, then each victim's at its
+    /// priority) a job of priority `priority`, its room capped by `cap` (CPU and memory) and
+    /// its fixed shape `per_node`.
+    fn pot(
+        self,
+        offers: &[(i64, u32)],
+        priority: i64,
+        cap: impl Fn(u32) -> u32,
+        per_node: Option<u32>,
+    ) -> u32 {
+        let sum = |below: i64| -> u32 {
+            offers
+                .iter()
+                .filter(|(p, _)| *p < below)
+                .map(|(_, g)| g)
+                .sum()
+        };
+        let free = cap(sum(i64::MIN + 1));
+        let all = fixed_shape_pot(cap(sum(priority)), per_node);
+        match self {
+            Reachable::WithVictims => all,
+            Reachable::FreeOnly => fixed_shape_pot(free, per_node),
+            Reachable::FreeWithinReach => free.min(all),
+        }
     }
 }
 
@@ -324,7 +450,7 @@ impl Reach {
         unit_rack: Option<&[(usize, usize)]>,
         key: &ReachKey,
     ) -> Self {
-        let (mask, per_node, priority, cpu, mem) = key;
+        let (mask, per_node, priority, cpu, mem, reachable) = key;
         let (per_node, priority) = (*per_node, *priority);
         let mut units = vec![0u64; topo.units];
         let mut racks = vec![0u64; inst.racks.len().max(1)];
@@ -332,14 +458,12 @@ impl Reach {
         // (rack, unit, GPUs) of each node, kept only where units span racks.
         let mut pieces: Vec<(usize, usize, u64)> = Vec::new();
         for node in live.iter().filter(|node| mask[node.node_type]) {
-            let reach: u32 = offers[node.offers.clone()]
-                .iter()
-                .filter(|(p, _)| *p < priority)
-                .map(|(_, g)| g)
-                .sum();
-            let pot = per_node
-                .map_or(reach, |k| reach.min(k))
-                .min(node.room.gpu_cap(*cpu, *mem)) as u64;
+            let pot = reachable.pot(
+                &offers[node.offers.clone()],
+                priority,
+                |reach| reach.min(node.room.gpu_cap(*cpu, *mem)),
+                per_node,
+            ) as u64;
             if pot == 0 {
                 continue;
             }
@@ -361,6 +485,17 @@ impl Reach {
             units_in_rack,
             fewest: HashMap::new(),
         }
+    }
+}
+
+/// What a node offers a job of at most `room` GPUs there: with a fixed shape of k GPUs per
+/// node, k where the room holds k and nothing where it does not (every node a fixed-shape
+/// gang uses hosts exactly k of its GPUs).
+fn fixed_shape_pot(room: u32, per_node: Option<u32>) -> u32 {
+    match per_node {
+        Some(k) if room >= k => k,
+        Some(_) => 0,
+        None => room,
     }
 }
 

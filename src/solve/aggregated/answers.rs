@@ -216,6 +216,13 @@ fn solve(
         "aggregated model solved"
     );
     let chosen = agg.chosen(&r.columns);
+    tracing::trace!(
+        chosen = ?chosen
+            .iter()
+            .map(|&j| (inst.pending[j].id.as_str(), agg.spread_floors[j]))
+            .collect::<Vec<_>>(),
+        "aggregated model's choice (job, spread floor)"
+    );
     Ok(ModelAnswer {
         stage,
         spread_floors: chosen.iter().map(|&j| agg.spread_floors[j]).sum(),
