@@ -192,6 +192,17 @@ fn spread_floor_below_the_free_gpus_needs_victims_preempted() {
     assert!(agg.assignment.preempted.is_empty());
 }
 
+/// A tenant above its quota before the round, whose own preemptions cannot bring it back
+/// under with its job started: the aggregated model keeps that job out of its bound.
+#[test]
+fn a_tenant_above_its_quota_starts_only_within_it() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "over-quota",
+        "the quota of a tenant above it is left out of the aggregated model",
+    );
+    assert!(!agg.assignment.placed.contains_key(&job(&inst, "a-new")));
+}
+
 /// The same round with victims and whole-slot counts continuous (the linear relaxation; large
 /// rounds keep them continuous): each node's cheap victim frees only part of its slot, and
 /// without a cap per victim the relaxation counts those parts (two nodes, each with 4 GPUs free

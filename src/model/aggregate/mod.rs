@@ -32,7 +32,8 @@
 //!   multiples of L, so both rows hold for every real placement); gangs of no fixed shape
 //!   placed on their fewest nodes take slots too ([`compact`])
 //! outranked: sum_{k: prio_k = pi} p_k <= N_pi sum_{c: prio_c > pi} n_c     (see [`outranked`])
-//! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota)
+//! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota;
+//!            above it, the same once the tenant starts a job: [`crate::model::quota`])
 //! fairness:  sigma_t >= F_t - H_t,  sigma_t >= 0
 //! objective: sum_c z_c - sum_k cost_k p_k - fairness sum_t sigma_t - packing_floor
 //!            (v_c,k: the class's job values net of their spread floors, best first;
@@ -158,7 +159,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     for (t, starts) in tenant_starts.into_iter().enumerate() {
         terms[t].starts = starts;
     }
-    tenant_rows(inst, &terms, &mut m);
+    tenant_rows(inst, &terms, integer, &mut m);
     let freed: Vec<Vec<(f64, Variable)>> = supply
         .victims
         .iter()
@@ -208,8 +209,10 @@ fn add_outranked(
 }
 
 /// Quota and fairness rows, tenant by tenant: the quota row of a tenant within its quota,
-/// then its shortfall row.
-fn tenant_rows(inst: &Instance, terms: &[holdings::TenantTerms], m: &mut MipModel) {
+/// then its shortfall row; then the rows of the tenants above their quotas.
+fn tenant_rows(inst: &Instance, terms: &[holdings::TenantTerms], integer: bool, m: &mut MipModel) {
+    let over_quota = quota::over_quota_rows(inst, terms, &mut m.problem, integer);
+    m.constraints.extend(over_quota);
     let quotas = quota::rows_of(inst, terms, QuotaRows::WithinQuota);
     let shortfalls = fairness::shortfalls(inst, terms, &mut m.problem, FixedTenants::Variable);
     let w = inst.policy.weights.fairness;

@@ -216,18 +216,20 @@ fn solve(
         "aggregated model solved"
     );
     let chosen = agg.chosen(&r.columns);
+    let victims = agg.victims(&r.columns);
     tracing::trace!(
         chosen = ?chosen
             .iter()
             .map(|&j| (inst.pending[j].id.as_str(), agg.spread_floors[j]))
             .collect::<Vec<_>>(),
-        "aggregated model's choice (job, spread floor)"
+        victims = ?victims.iter().map(|&k| inst.running[k].id.as_str()).collect::<Vec<_>>(),
+        "aggregated model's choice (job, spread floor) and victims"
     );
     Ok(ModelAnswer {
         stage,
         spread_floors: chosen.iter().map(|&j| agg.spread_floors[j]).sum(),
         chosen,
-        victims: agg.victims(&r.columns),
+        victims,
         status: r.status,
         bound,
         incumbent,
