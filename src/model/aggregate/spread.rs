@@ -244,6 +244,12 @@ impl<'a> SpreadFloor<'a> {
         self.of_spanning(job, 0)
     }
 
+    /// Whether some node offers a candidate victim's GPUs: where none does, every floor over
+    /// the free GPUs is the floor itself.
+    pub fn counts_victims(&self) -> bool {
+        self.live_offers.iter().any(|&(p, _)| p != i64::MIN)
+    }
+
     /// The floor of job j's spread penalty over the placements that take no preempted
     /// victim's GPU: at least [`Self::of`].
     pub fn of_free_only(&mut self, job: &PendingJob) -> f64 {
@@ -403,12 +409,12 @@ impl Reachable {
                 .map(|(_, g)| g)
                 .sum()
         };
-        let free = cap(sum(i64::MIN + 1));
-        let all = fixed_shape_pot(cap(sum(priority)), per_node);
+        let free = || cap(sum(i64::MIN + 1));
+        let all = || fixed_shape_pot(cap(sum(priority)), per_node);
         match self {
-            Reachable::WithVictims => all,
-            Reachable::FreeOnly => fixed_shape_pot(free, per_node),
-            Reachable::FreeWithinReach => free.min(all),
+            Reachable::WithVictims => all(),
+            Reachable::FreeOnly => fixed_shape_pot(free(), per_node),
+            Reachable::FreeWithinReach => free().min(all()),
         }
     }
 }

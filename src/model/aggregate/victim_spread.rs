@@ -53,6 +53,9 @@ pub fn discount(
     members: &[usize],
     floors: &[f64],
 ) -> Option<Discount> {
+    if !spread_floor.counts_victims() {
+        return None;
+    }
     let mut least = Discount {
         spread: f64::INFINITY,
         victim_gpus: f64::INFINITY,
