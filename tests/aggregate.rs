@@ -192,6 +192,18 @@ fn spread_floor_below_the_free_gpus_needs_victims_preempted() {
     assert!(agg.assignment.preempted.is_empty());
 }
 
+/// Two gangs that accept any GPU type and one NVLink domain that holds either: the aggregated
+/// model charges the one it puts on 8-GPU nodes the extra unit it spans there.
+#[test]
+fn a_gang_on_the_type_of_smaller_units_pays_the_units_it_spans() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "unit-sizes",
+        "the units a gang spans on the type of smaller units are not charged",
+    );
+    assert_eq!(agg.assignment.placed.len(), 2);
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "b")));
+}
+
 /// A tenant above its quota before the round, whose own preemptions cannot bring it back
 /// under with its job started: the aggregated model keeps that job out of its bound.
 #[test]

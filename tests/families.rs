@@ -11,6 +11,7 @@ use gangplan::instance::Instance;
 use gangplan::plan::{render_plan, validate_plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The generator's parameters of a small round of `family`: 8 nodes in racks of 4, 16 pending
@@ -269,6 +270,29 @@ fn every_family_generates_what_it_is_named_for() {
             n.name
         );
     }
+    // NVLink racks: GB200 trays of one rack share an NVLink domain; running gangs span racks;
+    // some pending gangs ask for GB200.
+    let raw = generate(&p(Family::NvlinkRacks));
+    let rack_of: BTreeMap<&str, &str> = raw
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.rack.as_deref().unwrap_or("")))
+        .collect();
+    for n in raw.nodes.iter().filter(|n| n.nvlink_domain.is_some()) {
+        assert_eq!(n.model.as_deref(), Some("gb200-nvl72-tray"));
+        assert_eq!(
+            n.nvlink_domain.as_deref(),
+            Some(format!("{}-nvl", rack_of[n.name.as_str()]).as_str())
+        );
+    }
+    assert!(raw.nodes.iter().any(|n| n.nvlink_domain.is_some()));
+    assert!(raw.running.iter().any(|r| {
+        let racks: BTreeSet<&str> = r.gpus.keys().map(|n| rack_of[n.as_str()]).collect();
+        racks.len() > 1
+    }));
+    assert!(raw.pending.iter().any(|j| {
+        matches!(&j.gpu_type, Some(gangplan::instance::raw::GpuTypes::One(t)) if t == "GB200")
+    }));
 }
 
 /// Rounds of every family in many shapes (3-16 nodes, racks of 2-4, 4-43 pending jobs, 30-95%

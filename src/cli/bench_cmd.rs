@@ -29,7 +29,7 @@ pub struct BenchArgs {
     pub tight: bool,
     /// Generator families to run (comma separated; `all` for every one): default,
     /// mixed-types, whole-nodes, partial-nodes, tight-cpu, skewed-resources, sharers, quotas,
-    /// constrained, mixed (docs/bench.md).
+    /// constrained, mixed, nvlink-racks (docs/bench.md).
     #[arg(long, default_value = "default", value_delimiter = ',')]
     pub family: Vec<String>,
     /// Run every instance file (.yaml, .yml, .json) of this folder instead of generated rounds.

@@ -44,8 +44,10 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub time_limit: f64,
     /// The kind of cluster state: default (homogeneous racks, node-by-node fill), mixed-types,
-    /// whole-nodes, partial-nodes, tight-cpu, skewed-resources, sharers, quotas, constrained, or
-    /// mixed (all of them but skewed-resources); docs/bench.md describes each.
+    /// whole-nodes, partial-nodes, tight-cpu, skewed-resources, sharers, quotas, constrained,
+    /// mixed (all of them but skewed-resources and nvlink-racks), or nvlink-racks (rack-scale
+    /// NVLink domains of GB200 trays, running jobs scattered over racks); docs/bench.md
+    /// describes each.
     #[arg(long, value_enum, default_value_t = Family::Default)]
     pub family: Family,
     /// Write JSON instead of YAML (both are valid instances; JSON parses faster).

@@ -1,8 +1,8 @@
 //! The generator's families of cluster states besides the default one. Each family is the
 //! default round's layout (racks of `nodes_per_rack`, pods of `racks_per_pod`, the same gang
 //! size mix) with one feature that real clusters have and the default generator lacks;
-//! [`Family::Mixed`] has all of them at once but `skewed-resources` (added later; mixed rounds
-//! stay as they were):
+//! [`Family::Mixed`] has all of them at once but `skewed-resources` and `nvlink-racks` (added
+//! later; mixed rounds stay as they were):
 //!
 //! - `mixed-types`: GPU types mixed inside racks: per node 70% DGX H100, 20% DGX A100, 10%
 //!   4-GPU L40S, and pending jobs that ask for a type more often.
@@ -20,6 +20,11 @@
 //! - `quotas`: five tenants, four of them with a quota a little above what they hold.
 //! - `constrained`: most gangs ask for a GPU type, a `within` level, a `max_nodes` or a
 //!   `gpus_per_node`.
+//! - `nvlink-racks`: every third rack is a rack-scale NVLink domain of 4-GPU GB200 trays (one
+//!   `nvlink_domain` per rack), the others the default hardware; running jobs of 1-32 GPUs
+//!   placed as a topology-unaware scheduler leaves them (first fit over the nodes in a random
+//!   order, so gangs span nodes and racks); a quarter of the pending gangs of more than 8 GPUs
+//!   ask for GB200.
 //!
 //! Same parameters and seed, same instance.
 
@@ -51,13 +56,15 @@ pub enum Family {
     Quotas,
     /// Gangs with type, within, max_nodes and gpus_per_node constraints.
     Constrained,
-    /// All of the above.
+    /// All of the above but skewed resources and NVLink racks.
     Mixed,
+    /// Rack-scale NVLink domains of GB200 trays; running jobs scattered over nodes and racks.
+    NvlinkRacks,
 }
 
 impl Family {
     /// Every family, in the order benches print them.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 11] = [
         Family::Default,
         Family::MixedTypes,
         Family::WholeNodes,
@@ -68,6 +75,7 @@ impl Family {
         Family::Quotas,
         Family::Constrained,
         Family::Mixed,
+        Family::NvlinkRacks,
     ];
 
     /// The family's name, as `--family` takes it.
@@ -83,6 +91,7 @@ impl Family {
             Family::Quotas => "quotas",
             Family::Constrained => "constrained",
             Family::Mixed => "mixed",
+            Family::NvlinkRacks => "nvlink-racks",
         }
     }
 
@@ -94,7 +103,7 @@ impl Family {
     /// Whether rounds of this family have the feature of family `f`.
     fn has(self, f: Family) -> bool {
         match self {
-            Family::Mixed => f != Family::SkewedResources,
+            Family::Mixed => f != Family::SkewedResources && f != Family::NvlinkRacks,
             Family::SkewedResources => f == self || f == Family::TightCpu,
             _ => self == f,
         }
@@ -102,12 +111,16 @@ impl Family {
 }
 
 /// Node hardware: (model, GPU type, GPUs).
-const KINDS: [(&str, &str, u64); 4] = [
+const KINDS: [(&str, &str, u64); 5] = [
     ("dgx-h100", "H100", 8),
     ("dgx-a100", "A100", 8),
     ("a100-pcie-8x", "A100", 8),
     ("l40s-pcie-4x", "L40S", 4),
+    ("gb200-nvl72-tray", "GB200", 4),
 ];
+
+/// The index in [`KINDS`] of a GB200 tray.
+const GB200_TRAY: usize = 4;
 
 /// A node being generated: the usable GPUs, CPU and memory not yet given to a running job.
 struct GenNode {
@@ -141,6 +154,8 @@ pub fn generate(p: &GenParams) -> RawInstance {
         );
     } else if f == Family::WholeNodes {
         fill_whole_nodes(&mut nodes, p.busy, &tenants, &mut rng, &mut running);
+    } else if f == Family::NvlinkRacks {
+        fill_scattered(&mut nodes, p.busy, &tenants, &mut rng, &mut running);
     } else {
         fill_partial(&mut nodes, p.busy, f, &tenants, &mut rng, &mut running);
     }
@@ -169,7 +184,9 @@ fn make_nodes(p: &GenParams, rng: &mut ChaCha8Rng) -> Vec<GenNode> {
         .map(|i| {
             let rack = i / p.nodes_per_rack.max(1);
             let pod = rack / p.racks_per_pod.max(1);
-            let kind = if f.has(Family::MixedTypes) {
+            let kind = if f.has(Family::NvlinkRacks) && rack % 3 == 0 {
+                GB200_TRAY
+            } else if f.has(Family::MixedTypes) {
                 match rng.gen_range(0..10) {
                     0..=6 => 0,
                     7 | 8 => 1,
@@ -201,6 +218,7 @@ fn make_nodes(p: &GenParams, rng: &mut ChaCha8Rng) -> Vec<GenNode> {
                     model: Some(model.to_string()),
                     rack: Some(format!("r{rack:03}")),
                     pod: Some(format!("p{pod:02}")),
+                    nvlink_domain: (kind == GB200_TRAY).then(|| format!("r{rack:03}-nvl")),
                     down,
                     cpu_milli: Some(gpus * cpu),
                     memory_mib: Some(gpus * mem),
@@ -268,6 +286,46 @@ fn fill_whole_nodes(
             let id = running.len();
             running.push(running_job(id, held, tenants, rng));
         }
+    }
+}
+
+/// Running jobs of 1-32 GPUs (the gang size mix, doubled) until `busy` of the usable GPUs are
+/// held, each on the first free GPUs of the nodes in a random order, as a scheduler that knows
+/// no topology leaves them: a gang takes what each node it meets has free, across racks.
+fn fill_scattered(
+    nodes: &mut [GenNode],
+    busy: f64,
+    tenants: &[String],
+    rng: &mut ChaCha8Rng,
+    running: &mut Vec<RawRunning>,
+) {
+    let usable: usize = nodes.iter().map(|n| n.free.len()).sum();
+    let target = (usable as f64 * busy.clamp(0.0, 1.0)) as usize;
+    let mut held_total = 0;
+    while held_total < target {
+        let mut left = (2 * gang_size(rng))
+            .min(32)
+            .min((target - held_total) as u64);
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.shuffle(rng);
+        let mut held = BTreeMap::new();
+        for n in order {
+            if left == 0 {
+                break;
+            }
+            let take = (left as usize).min(nodes[n].free.len());
+            if take > 0 {
+                let gpus: Vec<u64> = nodes[n].free.drain(..take).collect();
+                held.insert(nodes[n].raw.name.clone(), gpus);
+                left -= take as u64;
+                held_total += take;
+            }
+        }
+        if held.is_empty() {
+            break;
+        }
+        let id = running.len();
+        running.push(running_job(id, held, tenants, rng));
     }
 }
 
@@ -397,15 +455,7 @@ fn pending_job(i: usize, p: &GenParams, tenants: &[String], rng: &mut ChaCha8Rng
         p.sharers
     };
     let sharer = rng.gen_bool(share.clamp(0.0, 1.0));
-    let mut pick = rng.gen_range(0..100usize);
-    let mut gpus = 1;
-    for (s, n) in SIZES {
-        if pick < n {
-            gpus = s;
-            break;
-        }
-        pick -= n;
-    }
+    let gpus = gang_size(rng);
     let gpus = if sharer {
         1
     } else {
@@ -437,8 +487,21 @@ fn pending_job(i: usize, p: &GenParams, tenants: &[String], rng: &mut ChaCha8Rng
     job
 }
 
+/// A gang size from [`SIZES`].
+fn gang_size(rng: &mut ChaCha8Rng) -> u64 {
+    let mut pick = rng.gen_range(0..100usize);
+    for (s, n) in SIZES {
+        if pick < n {
+            return s;
+        }
+        pick -= n;
+    }
+    1
+}
+
 /// Type, locality, node-count and shape constraints: as the default generator's mix, or most
-/// gangs constrained in the constrained family.
+/// gangs constrained in the constrained family; with NVLink racks, a quarter of the gangs of
+/// more than 8 GPUs ask for GB200.
 fn constrain(job: &mut RawPending, f: Family, rng: &mut ChaCha8Rng) {
     let gpus = job.gpus;
     let strict = f.has(Family::Constrained);
@@ -454,6 +517,9 @@ fn constrain(job: &mut RawPending, f: Family, rng: &mut ChaCha8Rng) {
             job.gpu_type = Some(GpuTypes::Many(vec![other.into(), "H100".into()]));
         }
         _ => {}
+    }
+    if gpus > 8 && f.has(Family::NvlinkRacks) && rng.gen_bool(0.25) {
+        job.gpu_type = Some(GpuTypes::One("GB200".into()));
     }
     if gpus > 8 {
         match rng.gen_range(0..if strict { 4 } else { 6 }) {

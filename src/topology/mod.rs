@@ -285,8 +285,12 @@ impl Topology {
     /// The most GPUs one node unit of the job's accepted types offers it (at most its
     /// `gpus_per_node` per node), 1 at least.
     pub fn unit_capacity(&self, inst: &Instance, job: &crate::instance::PendingJob) -> u32 {
-        let mask = self.type_mask(job);
-        let per_node = job.gpus_per_node;
+        self.unit_capacity_on(inst, self.type_mask(job), job.gpus_per_node)
+    }
+
+    /// The most GPUs one node unit of the types in `mask` offers a gang of at most `per_node`
+    /// GPUs per node, 1 at least.
+    pub fn unit_capacity_on(&self, inst: &Instance, mask: Vec<bool>, per_node: Option<u32>) -> u32 {
         let key = (mask, per_node);
         let mut cache = self.unit_capacity.lock().unwrap_or_else(|e| e.into_inner());
         *cache.entry(key.clone()).or_insert_with(|| {

@@ -17,6 +17,7 @@ use super::packing::TypeTake;
 use super::resources::{Levels, ResourceUse};
 use super::spread::SpreadFloor;
 use super::supply::VictimPriorities;
+use super::unit_spread;
 use super::victim_spread::{self, VictimUsers};
 use crate::instance::{Instance, PendingJob};
 use crate::model::MipModel;
@@ -264,12 +265,14 @@ fn gpu_class(
     let eq = inst.pending[members[0]].gpu_equivalent();
     demand.tenant_starts[inst.pending[members[0]].tenant].push((eq, n_c));
     let mut sum_x = Expression::from(0.0);
+    let mut xs = Vec::new();
     let one_type = mask.iter().filter(|&&m| m).count() == 1;
     for t in (0..topo.type_names.len()).filter(|&t| mask[t]) {
         let def = variable().min(0).max(members.len() as f64);
         let x_integer = *one_node || one_type;
         let x = m.problem.add(if x_integer { int(def) } else { def });
         sum_x += x;
+        xs.push((t, x));
         let per_job = milli.map_or(*gpus as f64, gpu_units);
         demand.type_users[t].push((*prio, per_job, x));
         if milli.is_none() {
@@ -327,11 +330,30 @@ fn gpu_class(
         }
     }
     m.constraints.push((sum_x - n_c).eq(0.0));
+    let units = milli
+        .is_none()
+        .then(|| unit_spread::charge(inst, topo, members, &demand.spread_floors, &xs))
+        .flatten();
+    let charges: Vec<Expression> = std::iter::once(off_fewest).chain(units).collect();
     match discount {
-        Some(d) => victim_spread::add_user(m, &mut demand.victim_users, *prio, &d, n_c, off_fewest),
-        None => m.objective -= off_fewest,
+        Some(d) => victim_spread::add_user(m, &mut demand.victim_users, *prio, &d, n_c, charges),
+        None => charge_the_largest(m, charges),
     }
     demand.classes.push((ranked, n_c));
+}
+
+/// Charge the largest of a class's `charges` beyond its floors (each holds alone): the one
+/// itself where it is the only one (it is never negative), else a variable above each and 0.
+fn charge_the_largest(m: &mut MipModel, mut charges: Vec<Expression>) {
+    if charges.len() == 1 {
+        m.objective -= charges.remove(0);
+        return;
+    }
+    let largest = m.problem.add(variable().min(0));
+    for c in charges {
+        m.constraints.push((largest - c).geq(0.0));
+    }
+    m.objective -= largest;
 }
 
 /// The slots and digits rows of (type t, level), empty on first use.

@@ -53,7 +53,7 @@
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
 //! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`], [`spread`],
-//! [`victim_spread`] and [`packing`]; victims' need of outranking starts
+//! [`victim_spread`], [`unit_spread`] and [`packing`]; victims' need of outranking starts
 //! ([`crate::model::outranked`]), quotas and fairness are the per-node model's rows
 //! ([`crate::model::quota`], [`crate::model::fairness`]) over the class counts.
 
@@ -67,6 +67,7 @@ pub mod resources;
 pub mod slots;
 pub mod spread;
 pub mod supply;
+pub mod unit_spread;
 pub mod victim_spread;
 
 pub use slots::INTEGER_SLOT_NODES_LIMIT;

@@ -73,22 +73,25 @@ pub fn discount(
     least.spread.is_finite().then_some(least)
 }
 
-/// w_c and e_c for class c (its count n_c, priority `prio`, `off_fewest` what its jobs off
-/// their fewest nodes pay, [`super::compact`]): the bound on n_c, the penalty rows and the
-/// objective term; the victim rows come from [`add`].
+/// w_c and e_c for class c (its count n_c, priority `prio`, `charges` its other charges beyond
+/// its floors: what its jobs off their fewest nodes pay, [`super::compact`], and the units its
+/// types make it span, [`super::unit_spread`]): the bound on n_c, the penalty rows (e_c above
+/// each charge) and the objective term; the victim rows come from [`add`].
 pub fn add_user(
     m: &mut MipModel,
     users: &mut VictimUsers,
     prio: i64,
     d: &Discount,
     n_c: Variable,
-    off_fewest: Expression,
+    charges: Vec<Expression>,
 ) {
     let w = m.problem.add(good_lp::variable().min(0));
     let extra = m.problem.add(good_lp::variable().min(0));
     m.constraints.push((w - n_c).leq(0.0));
     m.constraints.push((extra - d.spread * (n_c - w)).geq(0.0));
-    m.constraints.push((extra - off_fewest).geq(0.0));
+    for c in charges {
+        m.constraints.push((extra - c).geq(0.0));
+    }
     m.objective -= extra;
     users.push((prio, d.victim_gpus, w));
 }
