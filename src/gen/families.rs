@@ -184,7 +184,7 @@ fn make_nodes(p: &GenParams, rng: &mut ChaCha8Rng) -> Vec<GenNode> {
         .map(|i| {
             let rack = i / p.nodes_per_rack.max(1);
             let pod = rack / p.racks_per_pod.max(1);
-            let kind = if f.has(Family::NvlinkRacks) && rack % 3 == 0 {
+            let kind = if f.has(Family::NvlinkRacks) && rack.is_multiple_of(3) {
                 GB200_TRAY
             } else if f.has(Family::MixedTypes) {
                 match rng.gen_range(0..10) {
@@ -252,6 +252,12 @@ fn running_job(
     }
 }
 
+/// The GPUs running jobs hold at `busy` of the nodes' usable GPUs.
+fn busy_target(nodes: &[GenNode], busy: f64) -> usize {
+    let usable: usize = nodes.iter().map(|n| n.free.len()).sum();
+    (usable as f64 * busy.clamp(0.0, 1.0)) as usize
+}
+
 /// Fill whole nodes in a random node order until `busy` of the usable GPUs are held; one job
 /// in four spans the node and the next one of the same hardware.
 fn fill_whole_nodes(
@@ -261,8 +267,7 @@ fn fill_whole_nodes(
     rng: &mut ChaCha8Rng,
     running: &mut Vec<RawRunning>,
 ) {
-    let usable: usize = nodes.iter().map(|n| n.free.len()).sum();
-    let target = (usable as f64 * busy.clamp(0.0, 1.0)) as usize;
+    let target = busy_target(nodes, busy);
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     order.shuffle(rng);
     let mut held_total = 0;
@@ -299,8 +304,7 @@ fn fill_scattered(
     rng: &mut ChaCha8Rng,
     running: &mut Vec<RawRunning>,
 ) {
-    let usable: usize = nodes.iter().map(|n| n.free.len()).sum();
-    let target = (usable as f64 * busy.clamp(0.0, 1.0)) as usize;
+    let target = busy_target(nodes, busy);
     let mut held_total = 0;
     while held_total < target {
         let mut left = (2 * gang_size(rng))
