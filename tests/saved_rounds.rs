@@ -1,0 +1,74 @@
+//! The saved rounds of `instances/bench/` (generator families at small sizes, rounds cut from
+//! trace replays, a round made outside the generator): each solved with `auto` and with the
+//! aggregated model under a short limit gives plans that validate and are never below the
+//! greedy's, and neither bound is below either plan.
+
+use gangplan::hardware::ModelLibrary;
+use gangplan::instance::{load_instance_file, Instance};
+use gangplan::plan::{render_plan, validate_plan};
+use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
+use gangplan::topology::Topology;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn saved_rounds() -> Vec<PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/bench");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("instances/bench exists")
+        .map(|e| e.expect("a readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn run(inst: &Arc<Instance>, topo: &Arc<Topology>, formulation: Formulation) -> SolveOutcome {
+    let opts = SolveOptions {
+        formulation,
+        deadline: Instant::now() + Duration::from_millis(1500),
+        ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
+    };
+    solve(inst, topo, &opts)
+}
+
+#[test]
+fn every_saved_round_plans_validly_above_greedy_and_below_every_bound() {
+    let files = saved_rounds();
+    assert!(
+        files.len() >= 13,
+        "expected the saved rounds, found {}",
+        files.len()
+    );
+    let lib = ModelLibrary::builtin();
+    for path in files {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let inst =
+            Arc::new(load_instance_file(&path, &lib).unwrap_or_else(|e| panic!("{name}: {e}")));
+        let topo = Arc::new(Topology::new(&inst));
+        let outs = [
+            ("auto", run(&inst, &topo, Formulation::Auto)),
+            ("aggregated", run(&inst, &topo, Formulation::Aggregated)),
+        ];
+        let best = outs
+            .iter()
+            .map(|(_, o)| o.objective)
+            .fold(f64::MIN, f64::max);
+        for (what, out) in &outs {
+            let plan = render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0));
+            validate_plan(&inst, &plan).unwrap_or_else(|e| panic!("{name} {what}: {e}"));
+            assert!(
+                out.objective + 1e-7 >= out.greedy_objective,
+                "{name} {what}: plan {} below greedy {}",
+                out.objective,
+                out.greedy_objective
+            );
+            if let Some(b) = out.bound {
+                assert!(
+                    b + 1e-6 >= best,
+                    "{name} {what}: bound {b} below a plan's {best}"
+                );
+            }
+        }
+    }
+}
