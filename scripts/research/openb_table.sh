@@ -12,6 +12,10 @@
 #   WORKLOADS     openb pod lists (names without openb_pod_list_)   [default multigpu20
 #                 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33]
 #   ILP_WORKLOADS workloads the ILP runs on (full cluster)          [default]
+#   EXTRA_WORKLOADS  the other openb pod lists, run with --artifact-score by the greedy and
+#                 the ILP only, on EXTRA_SEEDS                      [gpushare20 gpushare100
+#                 gpuspec05 gpuspec10 gpuspec20 gpuspec25 cpu0 cpu050 cpu100 cpu200 cpu300]
+#   EXTRA_SEEDS   their seeds (about 3 minutes a workload at 42-46) [42-46]
 #   POLLUX        Pollux workloads for the JCT table                [1 2 3 4 5 6 7 8]
 #   PHILLY_SLICES Philly days as GPUS@DAY for the JCT table         [64@2017-11-14
 #                 128@2017-11-11 256@2017-10-19 512@2017-10-08]
@@ -32,6 +36,8 @@ ILP_SEEDS=${ILP_SEEDS-42-51}
 CUT_SEEDS=${CUT_SEEDS-42-51}
 WORKLOADS=${WORKLOADS-"default multigpu20 multigpu30 multigpu40 gpushare40 gpushare60 gpushare80 gpuspec33"}
 ILP_WORKLOADS=${ILP_WORKLOADS-default}
+EXTRA_WORKLOADS=${EXTRA_WORKLOADS-"gpushare20 gpushare100 gpuspec05 gpuspec10 gpuspec20 gpuspec25 cpu0 cpu050 cpu100 cpu200 cpu300"}
+EXTRA_SEEDS=${EXTRA_SEEDS-42-46}
 POLLUX=${POLLUX-"1 2 3 4 5 6 7 8"}
 PHILLY_SLICES=${PHILLY_SLICES-"64@2017-11-14 128@2017-11-11 256@2017-10-19 512@2017-10-08"}
 OUT=${OUT:-docs/results/research}
@@ -61,6 +67,12 @@ for w in $WORKLOADS; do
     cmp "${full[@]}" --seeds "$ILP_SEEDS" --planners ilp --artifact-score \
       --out-dir "$OUT/openb-$w/artifact-ilp"
   fi
+done
+for w in $EXTRA_WORKLOADS; do
+  full=("${fill[@]}" --nodes "$A/openb_node_list_gpu_node.csv" --jobs "$A/openb_pod_list_$w.csv"
+        --seeds "$EXTRA_SEEDS" --artifact-score)
+  cmp "${full[@]}" --planners greedy --out-dir "$OUT/openb-$w/artifact"
+  cmp "${full[@]}" --planners ilp --out-dir "$OUT/openb-$w/artifact-ilp"
 done
 # Time-based replays: every baseline, the greedy and the ILP with the attained-service
 # objective (the default), then the ILP without preemption and both with --objective default.
