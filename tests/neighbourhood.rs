@@ -129,3 +129,44 @@ fn the_search_returns_valid_plans_never_worse_than_its_start() {
         "the search improved only {gained} of 12 greedy plans"
     );
 }
+
+/// A victim on two racks (4 GPUs on each of a1 and b1), preempted so that a gang of 8 takes
+/// all of a1: the neighbourhood of rack r1 is still cut, with the victim's part on a1 as a
+/// running job the cut's plan must preempt; the plan puts back as it was, a plan keeping the
+/// part is refused, and the search keeps the plan valid.
+#[test]
+fn a_preempted_job_reaching_outside_is_cut_as_a_part_to_preempt() {
+    let yaml = "
+nodes:
+  - {name: a1, gpus: 8, rack: r1}
+  - {name: b1, gpus: 8, rack: r2}
+running:
+  - {id: v, priority: 0, preemptible: true, gpus: {a1: [0, 1, 2, 3], b1: [0, 1, 2, 3]}}
+  - {id: fixed, priority: 9, gpus: {b1: [4, 5, 6, 7]}}
+pending:
+  - {id: hi, gpus: 8, priority: 5, within: node}
+";
+    let inst = gangplan::instance::parse_instance(yaml, "t", &ModelLibrary::builtin()).unwrap();
+    let topo = Topology::new(&inst);
+    let mut plan = Assignment::default();
+    plan.placed
+        .insert(0, [(0, (0..8).collect())].into_iter().collect());
+    plan.preempted = vec![0];
+    assert_valid(&inst, &plan, "the hand-made plan");
+    let c = cut::cut(&inst, &plan, &[0], &[]).expect("the victim is cut as a part");
+    assert_eq!(c.inst.running.len(), 1);
+    assert_eq!(c.inst.running[0].gpu_count(), 4);
+    assert_eq!(c.put_back(&plan, &c.start), plan);
+    assert!(!c.keeps_a_part(&c.start));
+    let kept = Assignment {
+        placed: Default::default(),
+        preempted: Vec::new(),
+    };
+    assert!(c.keeps_a_part(&kept));
+    let start = evaluate(&inst, &topo, &plan).total();
+    let budget = Budget::new(&inst, Instant::now() + Duration::from_secs(5));
+    let out = improve(&inst, &topo, &Highs, &budget, (start, plan.clone()));
+    assert_valid(&inst, &out.plan, "after the search");
+    assert!(out.solved >= 1, "the neighbourhood of r1 was not solved");
+    assert!(out.objective + 1e-9 >= start);
+}

@@ -8,7 +8,9 @@
 //! running job wholly inside            a running job of the cut (kept or preempted)
 //! running job reaching outside         fixed: a non-preemptible running job per inside node
 //! placed job reaching outside          fixed: likewise, on the GPUs the plan gives it inside
-//! preempted job reaching outside       no cut (its preemptor's rule spans the boundary)
+//! preempted job reaching outside       a running job of the cut holding its GPUs inside, that
+//!                                      the cut's plan must preempt (a plan keeping it is not
+//!                                      put back: the job's GPUs outside may be taken)
 //! placed job reaching outside on the   no cut (the cut could keep the victim under it)
 //!   GPUs of a preempted job inside
 //! preempted job no job of the cut       no cut (the cut could not keep it preempted)
@@ -48,14 +50,16 @@ pub struct Cut {
     pending: Vec<usize>,
     /// The round's running job of each running job of the cut; `None` for what is fixed.
     running: Vec<Option<usize>>,
+    /// The cut's running jobs that are the inside part of a preempted job reaching outside:
+    /// a plan of the cut that keeps one is not put back ([`Cut::keeps_a_part`]).
+    parts: Vec<usize>,
 }
 
 /// Which node of the cut a node of the round is, if any.
 type NodeMap = Vec<Option<usize>>;
 
 /// Cut `nodes` (sorted) out of the round `inst` under its current plan `plan`, with the
-/// waiting jobs `candidates` free to start there. `None` when a preempted running job reaches
-/// outside the nodes (see the module comment).
+/// waiting jobs `candidates` free to start there. `None` where the module comment says so.
 pub fn cut(
     inst: &Instance,
     plan: &Assignment,
@@ -69,6 +73,7 @@ pub fn cut(
     let preempted: BTreeSet<usize> = plan.preempted.iter().copied().collect();
     let mut running = Vec::new();
     let mut running_map = Vec::new();
+    let mut parts = Vec::new();
     for (k, r) in inst.running.iter().enumerate() {
         let nodes = || r.gpus.iter().map(|(n, _)| *n);
         if !touches(&map, nodes()) {
@@ -81,7 +86,9 @@ pub fn cut(
             });
             running_map.push(Some(k));
         } else if preempted.contains(&k) {
-            return None;
+            parts.push(running.len());
+            running.push(inside_part(r, &map));
+            running_map.push(Some(k));
         } else {
             for fixed in fixed_pieces(r, &map) {
                 running.push(fixed);
@@ -96,6 +103,7 @@ pub fn cut(
         .flatten()
         .filter(|k| preempted.contains(k))
         .flat_map(|&k| inst.running[k].gpus.iter())
+        .filter(|(n, _)| map[*n].is_some())
         .flat_map(|(n, g)| g.iter().map(move |&i| (*n, i)))
         .collect();
     let mut pending_set: BTreeSet<usize> = candidates.iter().copied().collect();
@@ -159,6 +167,7 @@ pub fn cut(
         nodes: nodes.to_vec(),
         pending,
         running: running_map,
+        parts,
     };
     out.start = out.restrict(plan, &map);
     out.shift_tenant_rows(inst, plan);
@@ -231,6 +240,13 @@ impl Cut {
         out
     }
 
+    /// Whether a plan of the cut keeps (does not preempt) the inside part of a preempted job
+    /// reaching outside the cut: such a plan cannot be put back.
+    pub fn keeps_a_part(&self, inner: &Assignment) -> bool {
+        let preempted: BTreeSet<usize> = inner.preempted.iter().copied().collect();
+        self.parts.iter().any(|i| !preempted.contains(i))
+    }
+
     /// The round's pending jobs of the cut.
     pub fn pending(&self) -> &[usize] {
         &self.pending
@@ -252,6 +268,26 @@ fn relabel(gpus: &[(NodeIx, Vec<u32>)], map: &NodeMap) -> Vec<(NodeIx, Vec<u32>)
     gpus.iter()
         .map(|(n, g)| (map[*n].expect("inside"), g.clone()))
         .collect()
+}
+
+/// The part inside the cut of a preempted job reaching outside it, preemptible: its GPUs
+/// inside, at least the CPU and memory the round charges those nodes for it (a share of a share
+/// rounds up), no checkpoint cost (the cut's plan must preempt it anyway).
+fn inside_part(job: &RunningJob, map: &NodeMap) -> RunningJob {
+    let total = job.gpu_count();
+    let gpus: Vec<(NodeIx, Vec<u32>)> = job
+        .gpus
+        .iter()
+        .filter_map(|(n, g)| map[*n].map(|i| (i, g.clone())))
+        .collect();
+    let held: u32 = gpus.iter().map(|(_, g)| g.len() as u32).sum();
+    RunningJob {
+        cpu_milli: resource_share(job.cpu_milli, held, total),
+        memory_mib: resource_share(job.memory_mib, held, total),
+        checkpoint_cost: 0.0,
+        gpus,
+        ..job.clone()
+    }
 }
 
 /// A job reaching outside the cut as fixed, non-preemptible running jobs, one per inside node,

@@ -184,7 +184,7 @@ fn keep_if_better(
         .pending()
         .iter()
         .all(|j| best.plan.placed.get(j) == base.placed.get(j));
-    if !unchanged {
+    if !unchanged || cut.keeps_a_part(inner) {
         return;
     }
     let plan = cut.put_back(&best.plan, inner);
