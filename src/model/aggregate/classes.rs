@@ -334,11 +334,10 @@ fn gpu_class(
         .is_none()
         .then(|| unit_spread::charge(inst, topo, members, &demand.spread_floors, &xs))
         .flatten();
-    let charges: Vec<Expression> = std::iter::once(off_fewest).chain(units).collect();
-    match discount {
-        Some(d) => victim_spread::add_user(m, &mut demand.victim_users, *prio, &d, n_c, charges),
-        None => charge_the_largest(m, charges),
-    }
+    let below_victims =
+        discount.map(|d| victim_spread::add_user(m, &mut demand.victim_users, *prio, &d, n_c));
+    let charges = below_victims.into_iter().chain([off_fewest]).chain(units);
+    charge_the_largest(m, charges.collect());
     demand.classes.push((ranked, n_c));
 }
 

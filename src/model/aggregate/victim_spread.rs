@@ -73,27 +73,20 @@ pub fn discount(
     least.spread.is_finite().then_some(least)
 }
 
-/// w_c and e_c for class c (its count n_c, priority `prio`, `charges` its other charges beyond
-/// its floors: what its jobs off their fewest nodes pay, [`super::compact`], and the units its
-/// types make it span, [`super::unit_spread`]): the bound on n_c, the penalty rows (e_c above
-/// each charge) and the objective term; the victim rows come from [`add`].
+/// w_c for class c (its count n_c, priority `prio`) with its bound on n_c, and the class's
+/// charge below N_c victims' GPUs, D_c (n_c - w_c): one side of e_c, the largest of the class's
+/// charges beyond its floors (the caller charges it); the victim rows come from [`add`].
 pub fn add_user(
     m: &mut MipModel,
     users: &mut VictimUsers,
     prio: i64,
     d: &Discount,
     n_c: Variable,
-    charges: Vec<Expression>,
-) {
+) -> Expression {
     let w = m.problem.add(good_lp::variable().min(0));
-    let extra = m.problem.add(good_lp::variable().min(0));
     m.constraints.push((w - n_c).leq(0.0));
-    m.constraints.push((extra - d.spread * (n_c - w)).geq(0.0));
-    for c in charges {
-        m.constraints.push((extra - c).geq(0.0));
-    }
-    m.objective -= extra;
     users.push((prio, d.victim_gpus, w));
+    d.spread * (n_c - w)
 }
 
 /// The victim rows (`victims`: (priority, GPUs, p_k) of the victims on each type). A row whose
