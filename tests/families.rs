@@ -4,11 +4,13 @@
 //! most rounds the aggregated plan is within 0.5% of the exact optimum, and `auto` (both
 //! models) is within 0.5% of it on all but at most one and never below the aggregated plan.
 
+mod common;
+
+use common::plans::{check_plan, check_plans_and_bounds};
 use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::validate::validate;
 use gangplan::instance::Instance;
-use gangplan::plan::{render_plan, validate_plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,20 +49,6 @@ fn run(inst: &Arc<Instance>, topo: &Arc<Topology>, formulation: Formulation) -> 
     solve(inst, topo, &opts)
 }
 
-fn check_valid(inst: &Instance, out: &SolveOutcome, what: &str) {
-    validate_plan(
-        inst,
-        &render_plan(inst, &out.assignment, out.status, out.solver_info(0.0)),
-    )
-    .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.objective + 1e-7 >= out.greedy_objective,
-        "{what}: plan {} below greedy {}",
-        out.objective,
-        out.greedy_objective
-    );
-}
-
 #[test]
 fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
     let (mut compared, mut close, mut auto_close) = (0, 0, 0);
@@ -72,9 +60,9 @@ fn every_family_is_valid_bounded_and_close_to_the_exact_optimum() {
             let exact = run(&inst, &topo, Formulation::PerNode);
             let agg = run(&inst, &topo, Formulation::Aggregated);
             let auto = run(&inst, &topo, Formulation::Auto);
-            check_valid(&inst, &exact, &format!("{what} per-node"));
-            check_valid(&inst, &agg, &format!("{what} aggregated"));
-            check_valid(&inst, &auto, &format!("{what} auto"));
+            check_plan(&inst, &exact, &format!("{what} per-node"));
+            check_plan(&inst, &agg, &format!("{what} aggregated"));
+            check_plan(&inst, &auto, &format!("{what} auto"));
             // auto starts the per-node model from the aggregated plan: never below it.
             assert!(
                 auto.objective + 1e-6 >= agg.objective,
@@ -154,19 +142,7 @@ fn every_family_at_85_percent_busy_keeps_every_bound_above_every_plan() {
                 ("aggregated", run(&inst, &topo, Formulation::Aggregated)),
                 ("auto", run(&inst, &topo, Formulation::Auto)),
             ];
-            let best = outs
-                .iter()
-                .map(|(_, o)| o.objective)
-                .fold(f64::MIN, f64::max);
-            for (name, out) in &outs {
-                check_valid(&inst, out, &format!("{what} {name}"));
-                if let Some(b) = out.bound {
-                    assert!(
-                        b + 1e-6 >= best,
-                        "{what}: {name} bound {b} below the best plan found, {best}"
-                    );
-                }
-            }
+            check_plans_and_bounds(&inst, &outs, &what);
             compared += usize::from(!outs[0].1.time_limit_hit);
         }
     }
@@ -336,7 +312,7 @@ fn every_formulation_is_valid_and_bounded_on_a_sweep_of_shapes() {
                 .map(|(_, o)| o.objective)
                 .fold(f64::MIN, f64::max);
             for (f, out) in &outs {
-                check_valid(&inst, out, &what(f));
+                check_plan(&inst, out, &what(f));
                 if let Some(b) = out.bound {
                     assert!(
                         b + 1e-6 * (1.0 + best.abs()) >= best,

@@ -3,9 +3,11 @@
 //! aggregated model under a short limit gives plans that validate and are never below the
 //! greedy's, and neither bound is below either plan.
 
+mod common;
+
+use common::plans::check_plans_and_bounds;
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::{load_instance_file, Instance};
-use gangplan::plan::{render_plan, validate_plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
 use std::path::PathBuf;
@@ -50,25 +52,6 @@ fn every_saved_round_plans_validly_above_greedy_and_below_every_bound() {
             ("auto", run(&inst, &topo, Formulation::Auto)),
             ("aggregated", run(&inst, &topo, Formulation::Aggregated)),
         ];
-        let best = outs
-            .iter()
-            .map(|(_, o)| o.objective)
-            .fold(f64::MIN, f64::max);
-        for (what, out) in &outs {
-            let plan = render_plan(&inst, &out.assignment, out.status, out.solver_info(0.0));
-            validate_plan(&inst, &plan).unwrap_or_else(|e| panic!("{name} {what}: {e}"));
-            assert!(
-                out.objective + 1e-7 >= out.greedy_objective,
-                "{name} {what}: plan {} below greedy {}",
-                out.objective,
-                out.greedy_objective
-            );
-            if let Some(b) = out.bound {
-                assert!(
-                    b + 1e-6 >= best,
-                    "{name} {what}: bound {b} below a plan's {best}"
-                );
-            }
-        }
+        check_plans_and_bounds(&inst, &outs, &name);
     }
 }

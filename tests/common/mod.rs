@@ -1,6 +1,9 @@
 //! What several test files share.
 
+#![allow(dead_code)]
+
 pub mod hand;
+pub mod plans;
 
 use gangplan::gen::GenParams;
 
