@@ -3,9 +3,10 @@
 //! A CPU-only job, a sharer and a whole-GPU gang that may sit on one node go where the
 //! instance's [`NodeScorer`] puts them. A gang that needs several nodes goes to the tightest
 //! domain level first (a rack-scale NVLink unit, a rack, a pod, the cluster, as far as
-//! `within` allows); inside a domain on the fewest nodes, best fit for the last piece; among
-//! the domains of a level, the lowest spread penalty, then the fewest nodes, the fewest GPUs
-//! left free in the domain, the lowest domain index.
+//! `within` allows); inside a domain on the fewest nodes, best fit for the last piece (in a
+//! pod or the cluster, also on the fewest pods and racks that hold it, where that spreads it
+//! less); among the domains of a level, the lowest spread penalty, then the fewest nodes, the
+//! fewest GPUs left free in the domain, the lowest domain index.
 
 use super::scorer::NodeScorer;
 use crate::assignment::GpuSet;
@@ -178,14 +179,37 @@ impl<'s, 'a> GangSearch<'s, 'a> {
                     .map(|&n| self.offer[n])
                     .filter(|o| o.fit > 0 && self.mask[self.topo.node_type[o.n]]),
             );
-            if let Some((counts, leftover)) = pack(self.state, self.job, reach[d], &offers) {
-                let key = (self.penalty(&counts), counts.len() as u32, leftover, d);
-                if best.as_ref().is_none_or(|(b, _)| rank(&key, b).is_lt()) {
-                    best = Some((key, counts));
+            for offers in self.offer_sets(level, &offers) {
+                if let Some((counts, leftover)) = pack(self.state, self.job, reach[d], &offers) {
+                    let key = (self.penalty(&counts), counts.len() as u32, leftover, d);
+                    if best.as_ref().is_none_or(|(b, _)| rank(&key, b).is_lt()) {
+                        best = Some((key, counts));
+                    }
                 }
             }
         }
         best.map(|(_, counts)| counts)
+    }
+
+    /// The offers of a domain of `level` to pack the gang from: all of them, and, in a pod or
+    /// the cluster, those of the fewest pods and then racks that hold the gang (largest first).
+    /// Packing all offers takes the nodes with the most free GPUs wherever they sit; on the
+    /// 1k-GPU whole-nodes round of `gangplan bench` (seed 2) a 64-GPU gang took whole nodes of
+    /// three racks where two racks held it.
+    fn offer_sets(&self, level: Level, offers: &[Offer]) -> Vec<Vec<Offer>> {
+        let mut sets = vec![offers.to_vec()];
+        if level < Level::Pod {
+            return sets;
+        }
+        let mut narrowed = offers.to_vec();
+        if level == Level::Cluster {
+            narrowed = fewest_groups(&narrowed, &self.topo.pod_of, self.job.gpus);
+        }
+        narrowed = fewest_groups(&narrowed, &self.topo.rack_of, self.job.gpus);
+        if narrowed.len() < offers.len() {
+            sets.push(narrowed);
+        }
+        sets
     }
 
     /// Whether domain d of `level` loses to `best` even with its best conceivable key: the
@@ -260,6 +284,32 @@ fn pack(
     let used: u32 = counts.iter().map(|c| c.1).sum();
     counts.sort_unstable();
     Some((counts, free - used))
+}
+
+/// The offers of the fewest groups (`group_of`: each node's rack or pod) whose offers hold
+/// `gpus`, the groups that offer most first (lowest index on ties); all offers where no such
+/// groups exist.
+fn fewest_groups(offers: &[Offer], group_of: &[usize], gpus: u32) -> Vec<Offer> {
+    let mut held: std::collections::BTreeMap<usize, u32> = Default::default();
+    for o in offers {
+        *held.entry(group_of[o.n]).or_default() += o.fit;
+    }
+    let mut groups: Vec<(usize, u32)> = held.into_iter().collect();
+    groups.sort_by_key(|&(g, fit)| (std::cmp::Reverse(fit), g));
+    let mut chosen = std::collections::BTreeSet::new();
+    let mut total = 0u32;
+    for (g, fit) in groups {
+        if total >= gpus {
+            break;
+        }
+        chosen.insert(g);
+        total += fit;
+    }
+    offers
+        .iter()
+        .copied()
+        .filter(|o| chosen.contains(&group_of[o.n]))
+        .collect()
 }
 
 /// What one node offers a gang: its GPUs free to the job, and how many of them its CPU and

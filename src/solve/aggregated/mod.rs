@@ -80,7 +80,7 @@ pub fn finish(
     let first = super::await_answer(&running.answers, wait(), Solver::Aggregated)?;
     let (stage, status, bound) = (first.stage, first.status, first.bound);
     // The relaxation's choice is placed while the integer model runs.
-    let mut best = place(first);
+    let mut placed: Vec<Placed> = place(first).into_iter().collect();
     let mut answered = Answered {
         bound,
         time_limit_hit: stage == Stage::RelaxationFirst
@@ -93,8 +93,8 @@ pub fn finish(
                     bound: [bound, last.bound].into_iter().flatten().reduce(f64::min),
                     time_limit_hit: last.status == BackendStatus::LimitWithIncumbent,
                 };
-                if best.as_ref().is_none_or(|b| b.differs(&last)) {
-                    best = Placed::better(place(last), best);
+                if placed.iter().all(|p| p.differs(&last)) {
+                    placed.extend(place(last));
                 }
             }
             Err(why) => {
@@ -106,16 +106,9 @@ pub fn finish(
         waited_s = waited.elapsed().as_secs_f64(),
         "aggregated model answered"
     );
-    let Some(best) = best else {
+    let Some((start, incumbent)) = best_traded(inst, topo, budget, greedy, placed) else {
         return Err(Fallback::NoTimeToPlace(answered));
     };
-    // The search starts from the better of the placed choice and the greedy plan.
-    let start = if greedy.objective > best.plan.0 + TOLERANCE {
-        (greedy.objective, greedy.assignment.clone())
-    } else {
-        best.plan
-    };
-    let start = traded(inst, topo, budget, start);
     let improved = super::neighbourhood::improve(inst, topo, backend, budget, start);
     let (objective, assignment) = (improved.objective, improved.plan);
     if objective <= greedy.objective + TOLERANCE {
@@ -130,7 +123,7 @@ pub fn finish(
         // A search that ran out of time returns a plan that depends on the machine's speed.
         time_limit_hit: answered.time_limit_hit || improved.cut_short,
         note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
-        incumbent: Some(best.incumbent),
+        incumbent: Some(incumbent),
     })
 }
 
@@ -162,6 +155,44 @@ fn traded(
     } else {
         (objective, plan)
     }
+}
+
+/// The plan the neighbourhood search starts from, and the model's objective at its choice:
+/// each placed choice (or the greedy plan where it is better) after its trades ([`traded`]),
+/// the best of them (the later answer on ties). `None` when no choice was placed.
+///
+/// Trading each placed choice, not only the better placed one, is measured on the 1k-GPU
+/// skewed-resources round of `gangplan bench` (seed 1): the relaxation's choice placed 631.9
+/// against the integer model's 622.7, and after the trades 643.4 against 653.4.
+fn best_traded(
+    inst: &Instance,
+    topo: &Topology,
+    budget: &Budget,
+    greedy: &GreedyPlan,
+    placed: Vec<Placed>,
+) -> Option<((f64, Assignment), f64)> {
+    let mut best: Option<((f64, Assignment), f64)> = None;
+    let mut greedy_traded = false;
+    for p in placed.into_iter().rev() {
+        let start = if greedy.objective > p.plan.0 + TOLERANCE {
+            if std::mem::replace(&mut greedy_traded, true) {
+                continue;
+            }
+            (greedy.objective, greedy.assignment.clone())
+        } else {
+            p.plan
+        };
+        let after = traded(inst, topo, budget, start);
+        tracing::debug!(
+            placed_from = p.incumbent,
+            objective = after.0,
+            "choice placed and traded"
+        );
+        if best.as_ref().is_none_or(|b| after.0 > b.0 .0 + TOLERANCE) {
+            best = Some((after, p.incumbent));
+        }
+    }
+    best
 }
 
 /// One answer's choice placed by the second stage.
@@ -202,24 +233,5 @@ impl Placed {
     /// Whether answer `a` chose other jobs or victims than this.
     fn differs(&self, a: &ModelAnswer) -> bool {
         self.choice.chosen != a.chosen || self.choice.victims != a.victims
-    }
-
-    /// The better of a later placement and an earlier one (the later on ties).
-    fn better(later: Option<Placed>, earlier: Option<Placed>) -> Option<Placed> {
-        match (later, earlier) {
-            (Some(l), Some(e)) => {
-                tracing::debug!(
-                    integer = l.plan.0,
-                    relaxation = e.plan.0,
-                    "both choices placed"
-                );
-                Some(if e.plan.0 > l.plan.0 + TOLERANCE {
-                    e
-                } else {
-                    l
-                })
-            }
-            (l, e) => l.or(e),
-        }
     }
 }
