@@ -17,6 +17,12 @@ nobody listening it exits at once). The column `admitted` counts the jobs the pl
     stream-bench.py run --seeds 1 2 3 --runs 2 --modes slurm serve cron --out DIR
 
 Writes DIR/runs.csv (one line per mode, seed and run) and DIR/summary.md (means over runs).
+
+    stream-bench.py remeasure --records RECORDS --out DIR
+
+measures the runs kept in RECORDS (by `run --records`) again, without Slurm: the stream flags
+(--jobs, --load, --gpus, --run-min, --run-max) must be those of the runs, and --nodes and
+--racks the lab's (default 32 and 4).
 Besides the waits: per multi-node gang spanning racks, whether one rack had enough nodes with
 no other job on them at its start (`spanning_with_rack_room`); for the planners, from their
 log, the rounds, each round's seconds from its start to its plan, and the mean time from a
@@ -156,8 +162,9 @@ def one_run(mode, seed, run, args, rack_of):
         sh(["scancel", "-n", ",".join(f"{tag}{i}" for i in range(len(jobs)))], check=False)
     if args.records:
         keep_record(args.records, f"{mode}-{seed}-{run}", tag, state)
-    return {**measure(tag, jobs, window, args.gpus, rack_of, left),
-            **planner_timing(os.path.join(state, "planner.log"), released_at(tag))}
+    record = json.loads(sh(["squeue", "--json"]))["jobs"]
+    return {**measure(record, tag, jobs, window, args.gpus, rack_of, left, hostnames),
+            **planner_timing(os.path.join(state, "planner.log"), released_at(record, tag))}
 
 
 def keep_record(records, name, tag, state):
@@ -188,9 +195,8 @@ def log_time(line):
         return None
 
 
-def released_at(tag):
+def released_at(record, tag):
     """Slurm job id -> start time (Unix s) of the jobs of this run, for the planner's timing."""
-    record = json.loads(sh(["squeue", "--json"]))["jobs"]
     return {str(j["job_id"]): j["start_time"] for j in record if j["name"].startswith(tag)}
 
 
@@ -225,12 +231,15 @@ def planner_timing(log, starts):
 
 
 def occupied(others, t):
-    """Nodes some job of `others` (nodes, start, end) runs on at time t."""
-    return {n for nodes, start, end in others if start <= t < end for n in nodes}
+    """Nodes some job of `others` (nodes, start, end) runs on in second t. A job that ended in
+    that second counts: Slurm's times are whole seconds, and such a job may have ended after
+    the decision that started the gang (5 of the 6 gangs counted as spanning racks with room
+    on the records of seeds 10-15 were such cases, of both Slurm and the planner)."""
+    return {n for nodes, start, end in others if start <= t <= end for n in nodes}
 
 
 def rack_had_room(size, t, others, rack_of):
-    """Whether one rack had `size` nodes on which no other job ran at time t."""
+    """Whether one rack had `size` nodes on which no other job ran in second t."""
     busy = occupied(others, t)
     free = {}
     for n, r in rack_of.items():
@@ -239,10 +248,11 @@ def rack_had_room(size, t, others, rack_of):
     return max(free.values(), default=0) >= size
 
 
-def measure(tag, jobs, window, gpus, rack_of, left):
-    record = json.loads(sh(["squeue", "--json"]))["jobs"]
+def measure(record, tag, jobs, window, gpus, rack_of, left, nodes_of):
+    """The run's metrics from Slurm's record of its jobs (`squeue --json`'s jobs); `nodes_of`
+    expands a record's node list."""
     mine = [j for j in record if j["name"].startswith(tag)]
-    placed = {j["job_id"]: (hostnames(j["nodes"]), j["start_time"], j["end_time"])
+    placed = {j["job_id"]: (nodes_of(j["nodes"]), j["start_time"], j["end_time"])
               for j in mine if j["nodes"]}
     waits, big_waits, busy, spans, ends, submits = [], [], 0.0, 0, [], []
     spans_with_room = 0
@@ -306,6 +316,57 @@ def mean_cell(values):
     return f"{sum(xs) / len(xs):.2f}" if xs else ""
 
 
+def expand_hostlist(expr):
+    """Slurm's hostlist expression (`node[1-3,8],node12`) as host names, without Slurm."""
+    hosts = []
+    for prefix, ranges, single in re.findall(r"([^,\[]+)\[([^\]]*)\]|([^,\[\]]+)", expr or ""):
+        if single:
+            hosts.append(single)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            hosts += [f"{prefix}{i:0{len(lo)}d}" for i in range(int(lo), int(hi or lo) + 1)]
+    return hosts
+
+
+def lab_racks(nodes, racks):
+    """Node -> rack of the lab (`scripts/slurm-lab/start-slurm.sh`: node1..nodeN in racks of
+    consecutive nodes, ceil(N / racks) each), for measuring kept records without Slurm."""
+    per = -(-nodes // racks)
+    return {f"node{i}": f"rack{(i - 1) // per + 1}" for i in range(1, nodes + 1)}
+
+
+def remeasure(args):
+    """The metrics of every run kept in --records (MODE-SEED-RUN.json and .log) measured again,
+    without Slurm, with the stream flags the runs were made with."""
+    rack_of = lab_racks(args.nodes, args.racks)
+    rows = []
+    for name in sorted(os.listdir(args.records)):
+        m = re.fullmatch(r"(.+)-(\d+)-(\d+)\.json", name)
+        if not m:
+            continue
+        mode, seed, run = m.group(1), int(m.group(2)), int(m.group(3))
+        jobs, window = stream(seed, args.jobs, args.load, args.gpus, args.run_min, args.run_max)
+        tag = f"sb-{mode}-{seed}-{run}-"
+        record = json.load(open(os.path.join(args.records, name)))
+        left = sum(1 for j in record if j["name"].startswith(tag)
+                   and j["job_state"] not in ("COMPLETED", "TIMEOUT", "FAILED"))
+        log = os.path.join(args.records, f"{mode}-{seed}-{run}.log")
+        rows.append({"mode": mode, "seed": seed, "run": run,
+                     **measure(record, tag, jobs, window, args.gpus, rack_of, left,
+                               expand_hostlist),
+                     **planner_timing(log, released_at(record, tag))})
+    rows.sort(key=lambda r: (r["seed"], r["run"], list(SUBMIT).index(r["mode"])))
+    return rows
+
+
+def write_rows(rows, out):
+    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def stop_on_sigterm(*_):
     raise SystemExit("stream-bench: stopped by SIGTERM")
 
@@ -313,7 +374,7 @@ def stop_on_sigterm(*_):
 def main():
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=["run"])
+    ap.add_argument("command", choices=["run", "remeasure"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--modes", nargs="+", default=["slurm", "serve", "cron"], choices=list(SUBMIT))
@@ -333,10 +394,20 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--records", default="",
                     help="keep each run's Slurm record, planner log and journal in this dir")
+    ap.add_argument("--nodes", type=int, default=32, help="remeasure: the lab's nodes")
+    ap.add_argument("--racks", type=int, default=4, help="remeasure: the lab's racks")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.command == "remeasure":
+        if not args.records:
+            sys.exit("stream-bench: remeasure needs --records DIR (a run's kept records)")
+        rows = remeasure(args)
+        if not rows:
+            sys.exit(f"stream-bench: no MODE-SEED-RUN.json records in {args.records}")
+        write_rows(rows, args.out)
+        summary(rows, args.out)
+        return
     rack_of = racks()
-    path = os.path.join(args.out, "runs.csv")
     rows = []
     for seed in args.seeds:
         for run in range(1, args.runs + 1):
@@ -345,10 +416,7 @@ def main():
                        **one_run(mode, seed, run, args, rack_of)}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-                with open(path, "w", newline="") as f:
-                    w = csv.DictWriter(f, fieldnames=list(rows[0]))
-                    w.writeheader()
-                    w.writerows(rows)
+                write_rows(rows, args.out)
     summary(rows, args.out)
 
 

@@ -2,7 +2,9 @@
 //! the `SlurmCli` trait), the conventions, the actions a plan turns into, stability across
 //! rounds, the round lock, metrics and the Kubernetes bindings.
 
-use gangplan::adapters::slurm::admission::{admitted_pending, offered_room, restamp, Admission};
+use gangplan::adapters::slurm::admission::{
+    admitted_pending, offered_room, read_withdrawn, restamp, Admission,
+};
 use gangplan::adapters::slurm::apply::{apply_actions, note_actions, round_actions};
 use gangplan::adapters::slurm::notes::waiting_note;
 use gangplan::adapters::slurm::parse::gpu_gres;
@@ -853,6 +855,50 @@ fn the_admission_file_is_written_whole_and_restamped_in_place() {
     // Stamping a missing file creates nothing.
     restamp(&dir.path().join("none"), 1).unwrap();
     assert!(!dir.path().join("none").exists());
+}
+
+/// Answers like [`Recorded`] and notes, at each read of the queue, whether an admission file
+/// was there to admit from.
+struct WatchesOffer {
+    recorded: Recorded,
+    offer: std::path::PathBuf,
+    offered_at_reads: Mutex<Vec<bool>>,
+}
+
+impl SlurmCli for WatchesOffer {
+    fn run(&self, program: &str, args: &[String]) -> Result<String, SlurmError> {
+        if program == "squeue" {
+            let there = self.offer.exists();
+            self.offered_at_reads.lock().unwrap().push(there);
+        }
+        self.recorded.run(program, args)
+    }
+}
+
+#[test]
+fn a_round_withdraws_the_last_offer_before_it_reads_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let offer = dir.path().join("admission");
+    let (snap, round, plan) = planned_round();
+    Admission {
+        generation: "2.1795983399000".into(),
+        time: 1_795_983_399,
+        read: 1_795_983_399,
+        room: offered_room(&snap, &round, &plan),
+    }
+    .write(&offer)
+    .unwrap();
+    let cli = WatchesOffer {
+        recorded: Recorded::new(),
+        offer: offer.clone(),
+        offered_at_reads: Mutex::new(Vec::new()),
+    };
+    let read = read_withdrawn(&cli, 1_795_983_400, Some(&offer)).expect("recorded state parses");
+    assert_eq!(read.jobs.len(), snap.jobs.len());
+    assert_eq!(*cli.offered_at_reads.lock().unwrap(), [false]);
+    // Without a file (or with none to withdraw) the read is the same.
+    assert!(read_withdrawn(&cli, 1_795_983_400, Some(&offer)).is_ok());
+    assert!(read_withdrawn(&cli, 1_795_983_400, None).is_ok());
 }
 
 #[test]

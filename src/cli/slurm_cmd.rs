@@ -9,7 +9,9 @@ use super::plan_cmd::{
 };
 use super::{exit, Failure};
 use clap::Args;
-use gangplan::adapters::slurm::admission::{admitted_pending, offered_room, Admission};
+use gangplan::adapters::slurm::admission::{
+    admitted_pending, offered_room, read_withdrawn, Admission,
+};
 use gangplan::adapters::slurm::apply::{apply_actions, round_actions, Applied};
 use gangplan::adapters::slurm::{build_round, Action, Conventions, SlurmCli, SlurmError, Snapshot};
 use gangplan::cron::journal::{self, Entry, Event};
@@ -229,7 +231,8 @@ pub fn plan_after_ends(
     let (state, _lock, mut memory) = open_round(&a.state_dir)?;
     let round_no = memory.round;
     let now = unix_now();
-    let mut snap = Snapshot::read(cli, now).map_err(slurm_failure)?;
+    let admission = a.admission_path();
+    let mut snap = read_withdrawn(cli, now, admission.as_deref()).map_err(slurm_failure)?;
     let forgotten = snap.forget_ended(ended);
     if !forgotten.is_empty() {
         tracing::info!(jobs = %forgotten.join(","), "ended (told by their Epilog): their GPUs count free");
@@ -291,7 +294,7 @@ pub fn plan_after_ends(
     println!("policy: {site}");
     // The room the round leaves is offered before its starts go out: a submission admitted
     // while they do no longer lands on a node the round is starting a gang on.
-    if let Some(path) = a.admission_path() {
+    if let Some(path) = admission {
         write_admission(&path, round_no, &snap, &round, plan);
     }
     let applied = if a.apply {
