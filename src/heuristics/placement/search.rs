@@ -179,8 +179,9 @@ impl<'s, 'a> GangSearch<'s, 'a> {
                     .map(|&n| self.offer[n])
                     .filter(|o| o.fit > 0 && self.mask[self.topo.node_type[o.n]]),
             );
-            for offers in self.offer_sets(level, &offers) {
-                if let Some((counts, leftover)) = pack(self.state, self.job, reach[d], &offers) {
+            let narrowed = self.narrowed_offers(level, &offers);
+            for offers in std::iter::once(&offers[..]).chain(narrowed.as_deref()) {
+                if let Some((counts, leftover)) = pack(self.state, self.job, reach[d], offers) {
                     let key = (self.penalty(&counts), counts.len() as u32, leftover, d);
                     if best.as_ref().is_none_or(|(b, _)| rank(&key, b).is_lt()) {
                         best = Some((key, counts));
@@ -191,25 +192,21 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         best.map(|(_, counts)| counts)
     }
 
-    /// The offers of a domain of `level` to pack the gang from: all of them, and, in a pod or
-    /// the cluster, those of the fewest pods and then racks that hold the gang (largest first).
-    /// Packing all offers takes the nodes with the most free GPUs wherever they sit; on the
-    /// 1k-GPU whole-nodes round of `gangplan bench` (seed 2) a 64-GPU gang took whole nodes of
-    /// three racks where two racks held it.
-    fn offer_sets(&self, level: Level, offers: &[Offer]) -> Vec<Vec<Offer>> {
-        let mut sets = vec![offers.to_vec()];
+    /// In a pod or the cluster, the offers of the fewest pods and then racks that hold the
+    /// gang (largest first), packed beside all of the domain's offers; `None` at tighter levels
+    /// or where they are all of them. Packing all offers takes the nodes with the most free
+    /// GPUs wherever they sit; on the 1k-GPU whole-nodes round of `gangplan bench` (seed 2) a
+    /// 64-GPU gang took whole nodes of three racks where two racks held it.
+    fn narrowed_offers(&self, level: Level, offers: &[Offer]) -> Option<Vec<Offer>> {
         if level < Level::Pod {
-            return sets;
+            return None;
         }
         let mut narrowed = offers.to_vec();
         if level == Level::Cluster {
             narrowed = fewest_groups(&narrowed, &self.topo.pod_of, self.job.gpus);
         }
         narrowed = fewest_groups(&narrowed, &self.topo.rack_of, self.job.gpus);
-        if narrowed.len() < offers.len() {
-            sets.push(narrowed);
-        }
-        sets
+        (narrowed.len() < offers.len()).then_some(narrowed)
     }
 
     /// Whether domain d of `level` loses to `best` even with its best conceivable key: the

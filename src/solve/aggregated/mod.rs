@@ -175,9 +175,10 @@ fn best_traded(
     let mut greedy_traded = false;
     for p in placed.into_iter().rev() {
         let start = if greedy.objective > p.plan.0 + TOLERANCE {
-            if std::mem::replace(&mut greedy_traded, true) {
-                continue;
+            if greedy_traded {
+                continue; // another choice placed below the greedy plan traded it already
             }
+            greedy_traded = true;
             (greedy.objective, greedy.assignment.clone())
         } else {
             p.plan
