@@ -168,6 +168,31 @@ fn gang_on_more_nodes_pays_the_extra_node_in_the_bound() {
     assert_eq!(gang.map(|g| g.len()), Some(3), "the gang spans three nodes");
 }
 
+/// Three 16-GPU gangs, each of which alone sits on two whole nodes of one rack, over racks
+/// of three, three and one whole nodes: the rack rows let two of them in a rack at no spread,
+/// so the bound charges the third its cheapest way out (a third node, 1.6) and falls from
+/// 48 (every gang at its own floor) to 46.4; the optimum is 44.8.
+#[test]
+fn gangs_on_their_fewest_nodes_compete_for_a_racks_whole_nodes() {
+    let lib = ModelLibrary::builtin();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/rack-blocks.yaml");
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
+    let bound = agg.bound.expect("the aggregated model reports a bound");
+    assert!((exact.objective - 44.8).abs() < 1e-6, "{}", exact.objective);
+    assert!(
+        bound >= exact.objective - 1e-6,
+        "bound {bound} below the optimum"
+    );
+    assert!(
+        bound <= 46.4 + 1e-6,
+        "bound {bound}: the racks' whole nodes are not counted"
+    );
+}
+
 /// A fixed-shape gang (8 GPUs on every node it uses) in a rack whose free GPUs would hold it
 /// but whose nodes, all but one, have 7 GPUs free: the spread floor counts a node only where
 /// it can host a whole piece, so the bound charges the gang both racks.

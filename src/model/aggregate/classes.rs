@@ -14,6 +14,7 @@
 
 use super::compact::CompactGang;
 use super::packing::TypeTake;
+use super::rack_blocks::{self, RackRows};
 use super::resources::{Levels, ResourceUse};
 use super::spread::SpreadFloor;
 use super::supply::VictimPriorities;
@@ -64,6 +65,8 @@ pub struct Demand {
     pub spread_floors: Vec<f64>,
     /// The classes whose spread floors count on victims ([`victim_spread`]).
     pub victim_users: VictimUsers,
+    /// The rack rows' left sides ([`rack_blocks`]).
+    pub rack_rows: RackRows,
 }
 
 /// The most classes a round's levels may make: past it the levels get coarser.
@@ -265,6 +268,7 @@ fn gpu_class(
     let eq = inst.pending[members[0]].gpu_equivalent();
     demand.tenant_starts[inst.pending[members[0]].tenant].push((eq, n_c));
     let mut sum_x = Expression::from(0.0);
+    let mut on_fewest = Expression::from(0.0);
     let mut xs = Vec::new();
     let one_type = mask.iter().filter(|&&m| m).count() == 1;
     for t in (0..topo.type_names.len()).filter(|&t| mask[t]) {
@@ -304,6 +308,7 @@ fn gpu_class(
             });
             m.constraints.push((y - x).leq(0.0));
             off_fewest += gang.extra_node * (x - y);
+            on_fewest += y;
             let mut level = 2;
             while level <= gang.least_per_node {
                 level_entry(&mut demand.level_rows, t, level)
@@ -330,6 +335,9 @@ fn gpu_class(
         }
     }
     m.constraints.push((sum_x - n_c).eq(0.0));
+    if let Some(gang) = &compact {
+        off_fewest += rack_blocks::add_user(gang, on_fewest, &mut demand.rack_rows, m);
+    }
     let units = milli
         .is_none()
         .then(|| unit_spread::charge(inst, topo, members, &demand.spread_floors, &xs))

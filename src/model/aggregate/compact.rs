@@ -16,10 +16,12 @@
 //! with delta_c the least, over the class, of the spread floor over placements of at least
 //! u + 1 units minus the job's floor: the rest of the job's penalty already sits in its value.
 //! Where the class's floor counts on victims' GPUs, the delta term is one side of a larger
-//! charge ([`super::victim_spread`]).
+//! charge ([`super::victim_spread`]). Of the jobs on their fewest nodes, those that also stay
+//! in one rack take whole nodes of that rack ([`super::rack_blocks`]); the others pay the
+//! floor over placements that leave a rack.
 
 use super::spread::SpreadFloor;
-use crate::instance::Instance;
+use crate::instance::{Instance, PendingJob};
 use crate::topology::Topology;
 
 /// The shape of a class of gangs placed on their fewest nodes.
@@ -30,6 +32,14 @@ pub struct CompactGang {
     pub least_per_node: u32,
     /// delta_c: the spread a placement on more nodes pays at least beyond the job's floor.
     pub extra_node: f64,
+    /// C: the most GPUs one node of the accepted types offers.
+    pub node_capacity: u32,
+    /// k = g - u (C - 1): the whole nodes (all C GPUs taken) among the fewest nodes, at
+    /// least (0 where none need be whole).
+    pub whole_nodes: u32,
+    /// The spread a placement on the fewest nodes that leaves one rack pays at least beyond
+    /// the job's floor (the least over the class).
+    pub extra_rack: f64,
 }
 
 impl CompactGang {
@@ -43,21 +53,28 @@ impl CompactGang {
         let job = &inst.pending[members[0]];
         let per_unit = topo.unit_capacity(inst, job);
         let nodes = job.gpus.div_ceil(per_unit);
-        let extra_node = members
-            .iter()
-            .map(|&j| {
-                let job = &inst.pending[j];
-                (floor.of_spanning(job, nodes + 1) - floor.of(job)).max(0.0)
-            })
-            .fold(f64::INFINITY, f64::min);
+        let least_extra =
+            |floor: &mut SpreadFloor, beyond: &dyn Fn(&mut SpreadFloor, &PendingJob) -> f64| {
+                let least = members
+                    .iter()
+                    .map(|&j| {
+                        let job = &inst.pending[j];
+                        (beyond(floor, job) - floor.of(job)).max(0.0)
+                    })
+                    .fold(f64::INFINITY, f64::min);
+                if least.is_finite() {
+                    least
+                } else {
+                    0.0
+                }
+            };
         CompactGang {
             nodes,
             least_per_node: job.gpus.saturating_sub((nodes - 1) * per_unit),
-            extra_node: if extra_node.is_finite() {
-                extra_node
-            } else {
-                0.0
-            },
+            extra_node: least_extra(floor, &|f, job| f.of_spanning(job, nodes + 1)),
+            node_capacity: per_unit,
+            whole_nodes: job.gpus.saturating_sub(nodes * (per_unit - 1)),
+            extra_rack: least_extra(floor, &|f, job| f.of_leaving_rack(job)),
         }
     }
 }

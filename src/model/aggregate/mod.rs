@@ -30,7 +30,8 @@
 //!   (s_c = 1 for one-node jobs, g_c / gpus_per_node for fixed-shape gangs; a job of size >= L
 //!   takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
 //!   multiples of L, so both rows hold for every real placement); gangs of no fixed shape
-//!   placed on their fewest nodes take slots too ([`compact`])
+//!   placed on their fewest nodes take slots too ([`compact`]), and those of them inside
+//!   one rack take blocks of whole nodes of that rack ([`rack_blocks`])
 //! outranked: sum_{k: prio_k = pi} p_k <= N_pi sum_{c: prio_c > pi} n_c     (see [`outranked`])
 //! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota;
 //!            above it, the same once the tenant starts a job: [`crate::model::quota`])
@@ -52,7 +53,8 @@
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
-//! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`], [`spread`],
+//! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`],
+//! [`rack_blocks`] (whole nodes per rack), [`spread`],
 //! [`victim_spread`], [`unit_spread`] and [`packing`]; victims' need of outranking starts
 //! ([`crate::model::outranked`]), quotas and fairness are the per-node model's rows
 //! ([`crate::model::quota`], [`crate::model::fairness`]) over the class counts.
@@ -62,6 +64,7 @@ pub mod classes;
 pub mod compact;
 pub mod cpu_and_memory;
 pub mod packing;
+pub mod rack_blocks;
 pub mod resource_sums;
 pub mod resources;
 pub mod slots;
@@ -147,9 +150,11 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         level_rows,
         tenant_starts,
         spread_floors,
+        rack_rows,
         ..
     } = demand;
     slots::add(&supply.node_offers, level_rows, integer, &mut m);
+    rack_blocks::add(inst, &supply.node_offers, rack_rows, &mut m);
     for (k, r) in inst.running.iter().enumerate() {
         if let Some(v) = supply.preempt[k] {
             m.objective -= victim_cost(inst, r) * v;

@@ -76,41 +76,56 @@ fn slots_at_level(
 ) -> (u32, Expression) {
     let mut free_slots = 0;
     let mut freed = Expression::from(0.0);
-    let l = level as f64;
     for node in nodes {
-        let pot = node.free + node.victims.iter().map(|v| v.0).sum::<u32>();
-        let extra = pot / level - node.free / level;
-        free_slots += node.free / level;
-        if extra == 0 {
-            continue;
-        }
-        match node.any_victim {
-            Some(u) => {
-                // s_n: whole slots, at most what the preempted GPUs and the rest complete.
-                let def = variable().min(0).max(extra as f64);
-                let s_n = p.add(if integer { def.integer() } else { def });
-                let mut credit = Expression::from(0.0);
-                for &(g, v) in &node.victims {
-                    credit.add_mul(g as f64 / l, v);
-                }
-                credit.add_mul((node.free % level) as f64 / l, u);
-                constraints.push((s_n - credit).leq(0.0));
-                // Without victim k the node reaches at most e_k extra slots.
-                for &(g, v) in &node.victims {
-                    let e_k = (pot - g) / level - node.free / level;
-                    if e_k < extra {
-                        constraints.push((s_n - (extra - e_k) as f64 * v).leq(e_k as f64));
-                    }
-                }
-                freed += s_n;
+        let (free, gained) = node_slots(node, level, integer, p, constraints);
+        free_slots += free;
+        freed += gained;
+    }
+    (free_slots, freed)
+}
+
+/// The slots of `level` GPUs one node holds now, and the expression of those its preempted
+/// victims add ([`slots_at_level`]).
+pub fn node_slots(
+    node: &NodeOffer,
+    level: u32,
+    integer: bool,
+    p: &mut ProblemVariables,
+    constraints: &mut Vec<good_lp::Constraint>,
+) -> (u32, Expression) {
+    let l = level as f64;
+    let mut freed = Expression::from(0.0);
+    let pot = node.free + node.victims.iter().map(|v| v.0).sum::<u32>();
+    let extra = pot / level - node.free / level;
+    if extra == 0 {
+        return (node.free / level, freed);
+    }
+    match node.any_victim {
+        Some(u) => {
+            // s_n: whole slots, at most what the preempted GPUs and the rest complete.
+            let def = variable().min(0).max(extra as f64);
+            let s_n = p.add(if integer { def.integer() } else { def });
+            let mut credit = Expression::from(0.0);
+            for &(g, v) in &node.victims {
+                credit.add_mul(g as f64 / l, v);
             }
-            None => {
-                // One victim: exactly the slots it completes.
-                for &(_, v) in &node.victims {
-                    freed.add_mul(extra as f64, v);
+            credit.add_mul((node.free % level) as f64 / l, u);
+            constraints.push((s_n - credit).leq(0.0));
+            // Without victim k the node reaches at most e_k extra slots.
+            for &(g, v) in &node.victims {
+                let e_k = (pot - g) / level - node.free / level;
+                if e_k < extra {
+                    constraints.push((s_n - (extra - e_k) as f64 * v).leq(e_k as f64));
                 }
+            }
+            freed += s_n;
+        }
+        None => {
+            // One victim: exactly the slots it completes.
+            for &(_, v) in &node.victims {
+                freed.add_mul(extra as f64, v);
             }
         }
     }
-    (free_slots, freed)
+    (node.free / level, freed)
 }

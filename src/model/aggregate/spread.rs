@@ -262,16 +262,38 @@ impl<'a> SpreadFloor<'a> {
         self.floor(job, at_least_units, Reachable::WithVictims)
     }
 
+    /// The floor of job j's spread penalty over the placements that leave one rack (at least
+    /// [`Self::of`]).
+    pub fn of_leaving_rack(&mut self, job: &PendingJob) -> f64 {
+        self.spans(job, 0, Reachable::WithVictims)
+            .map_or(0.0, |(spread_out, _)| spread_out)
+    }
+
     /// The floor over the placements on what `reachable` offers that cover at least
     /// `at_least_units` node units.
     fn floor(&mut self, job: &PendingJob, at_least_units: u32, reachable: Reachable) -> f64 {
+        self.spans(job, at_least_units, reachable)
+            .map_or(0.0, |(spread_out, one_rack)| {
+                one_rack.map_or(spread_out, |p| p.min(spread_out))
+            })
+    }
+
+    /// The floors over the placements of at least `at_least_units` units over several racks
+    /// and, where some rack holds the job, inside one rack; `None` where no floor applies (a
+    /// job of one GPU, a slowdown below 1, a job that cannot start).
+    fn spans(
+        &mut self,
+        job: &PendingJob,
+        at_least_units: u32,
+        reachable: Reachable,
+    ) -> Option<(f64, Option<f64>)> {
         let s = &job.slowdown;
         if job.gpus <= 1
             || [s.span_nodes, s.span_racks, s.span_pods]
                 .iter()
                 .any(|&f| f < 1.0)
         {
-            return 0.0; // (a slowdown below 1 would make the penalty fall with the span)
+            return None; // (a slowdown below 1 would make the penalty fall with the span)
         }
         let Fewest {
             units: Some(units),
@@ -280,13 +302,13 @@ impl<'a> SpreadFloor<'a> {
             one_rack,
         } = self.fewest(job, reachable)
         else {
-            return 0.0; // the job cannot start at all; the capacity rows see to it
+            return None; // the job cannot start at all; the capacity rows see to it
         };
         // Over several racks: at least the fewest units, two racks, the fewest pods.
         let spread_out = self.penalty(job, units.max(at_least_units), racks.max(2), pods);
         // In one rack: the fewest units any one rack can do it with.
         let one_rack = one_rack.map(|u| self.penalty(job, u.max(at_least_units), 1, 1));
-        one_rack.map_or(spread_out, |p| p.min(spread_out))
+        Some((spread_out, one_rack))
     }
 
     /// The penalty of job j over a span of `units` node units, `racks` racks and `pods` pods.

@@ -29,6 +29,8 @@ pub const INTEGER_VICTIMS_LIMIT: usize = 200;
 
 /// What one node offers the round: free GPUs, and the GPUs each victim there would free.
 pub struct NodeOffer {
+    /// The node.
+    pub node: usize,
     /// Free whole GPUs.
     pub free: u32,
     /// u_n, for a node with several victims.
@@ -265,6 +267,7 @@ fn node(
         u
     });
     supply.node_offers[t].push(NodeOffer {
+        node: n,
         free,
         any_victim,
         victims: slot_victims
