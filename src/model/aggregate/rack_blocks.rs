@@ -11,19 +11,22 @@
 //! ```text
 //! y'_c <= sum_t y_ct                       (y'_c: jobs of c on their fewest nodes in one rack)
 //! sum_{c: C_c = C} floor(k_c / K) y'_c <= sum_r B_r,K
-//! B_r,K = floor(W_r / K)                                   (no victim in r frees a block)
-//! K B_r,K <= W_r + sum_{n in r} s_n,   B_r,K <= floor(W^pot_r / K)   (otherwise)
+//! B_r,K = floor(W_r / K)                              (where victims add no block of K)
+//! K B_r,K <= K floor(W_r / K) + (W_r mod K) a_r + sum_{n in r} s_n,   B_r,K <= floor(W^pot_r / K)
+//! a_r <= sum_{n in r} s_n,   0 <= a_r <= 1                (a_r: some victim in r frees a block)
 //! objective -= extra_rack_c (sum_t y_ct - y'_c)
 //! ```
 //!
 //! s_n: the blocks of C GPUs the preempted victims add on node n (the slots of
 //! [`super::slots`] at level C, over the nodes of every type: a class's accepted types are a
-//! part of them, so the row holds for it); W^pot_r the blocks with every victim preempted;
-//! extra_rack_c the least, over the class, of the floor over placements that leave one rack
-//! minus the job's floor. The gangs off their fewest nodes pay compact's extra node instead,
-//! so the two charges add up over disjoint jobs. Without these rows the model could put every
-//! gang of eight whole nodes in a rack of its own at no spread, while only a few racks have
-//! eight whole nodes free.
+//! part of them, so the row holds for it); W^pot_r the blocks with every victim preempted.
+//! The rack's remainder W_r mod K counts only where some victim adds a block (a_r, as u_n in
+//! [`super::slots`]): without it the relaxation would give every rack with a victim a share
+//! of a block it does not have. extra_rack_c is the least, over the class, of the floor over
+//! placements that leave one rack minus the job's floor. The gangs off their fewest nodes pay
+//! compact's extra node instead, so the two charges add up over disjoint jobs. Without these
+//! rows the model could put every gang of eight whole nodes in a rack of its own at no
+//! spread, while only a few racks have eight whole nodes free.
 
 use super::compact::CompactGang;
 use super::slots::node_slots;
@@ -87,16 +90,20 @@ struct RackBlocks {
 
 impl RackBlocks {
     /// B_r,K as an expression: a constant where no victim frees a block, else a variable
-    /// under its two rows.
+    /// under its rows.
     fn blocks_of(&self, level: u32, m: &mut MipModel) -> Expression {
-        if self.most == self.free {
-            return Expression::from((self.free / level) as f64);
+        let now = self.free / level;
+        if self.most / level == now {
+            return Expression::from(now as f64);
         }
         let b = m
             .problem
             .add(variable().min(0).max((self.most / level) as f64));
+        let any = m.problem.add(variable().min(0).max(1));
+        m.constraints.push((any - self.freed.clone()).leq(0.0));
+        let rest = (self.free % level) as f64;
         m.constraints
-            .push((level as f64 * b - self.freed.clone()).leq(self.free as f64));
+            .push((level as f64 * b - self.freed.clone() - rest * any).leq((now * level) as f64));
         Expression::from(b)
     }
 }
