@@ -161,6 +161,9 @@ pub struct Topology {
     pub type_names: Vec<String>,
     /// GPU type index of each node.
     pub node_type: Vec<usize>,
+    /// Per GPU type: whether each of its nodes is a node unit of its own (no rack-scale
+    /// NVLink domain joins it to others).
+    type_units_are_nodes: Vec<bool>,
     /// Bandwidths of the network tiers.
     pub network: NetworkBandwidth,
     /// Largest unit capacity per (accepted types, GPUs per node), computed on first use.
@@ -213,6 +216,10 @@ impl Topology {
             domains[2][pod_of[n]].push(n);
             node_type.push(type_names.binary_search(&node.gpu_type).unwrap_or(0));
         }
+        let mut type_units_are_nodes = vec![true; type_names.len()];
+        for (n, &t) in node_type.iter().enumerate() {
+            type_units_are_nodes[t] &= domains[0][unit_of[n]].len() == 1;
+        }
         Topology {
             graph,
             node_vertex,
@@ -225,9 +232,17 @@ impl Topology {
             domains,
             type_names,
             node_type,
+            type_units_are_nodes,
             network,
             unit_capacity: Default::default(),
         }
+    }
+
+    /// Whether every node of the types in `mask` is a node unit of its own.
+    pub fn units_are_nodes_on(&self, mask: &[bool]) -> bool {
+        mask.iter()
+            .zip(&self.type_units_are_nodes)
+            .all(|(&accepted, &alone)| !accepted || alone)
     }
 
     /// Which GPU types (by index into `type_names`) a job accepts.

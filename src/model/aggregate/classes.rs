@@ -244,7 +244,6 @@ fn gpu_class(
     m: &mut MipModel,
 ) {
     let int = |v: VariableDefinition| if integer { v.integer() } else { v };
-    let units_are_nodes = topo.units == inst.nodes.len();
     let (mask, gpus, milli, gpn, one_node, _, prio, cpu, mem) = key;
     let n_c = m
         .problem
@@ -257,6 +256,7 @@ fn gpu_class(
         &mut demand.spread_floors,
         m,
     );
+    let units_are_nodes = topo.units_are_nodes_on(mask);
     let compact = (!*one_node && gpn.is_none() && milli.is_none() && units_are_nodes)
         .then(|| CompactGang::of(inst, topo, spread_floor, members));
     let discount = milli
