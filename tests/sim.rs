@@ -702,6 +702,47 @@ fn two_long_jobs_and_two_short() -> Trace {
     }
 }
 
+/// One 4-GPU node held by a job until t=1000 s; at t=10 s a 4-GPU job and four 1-GPU jobs
+/// arrive together, every one 1000 s long. Aging per job (the default), the four small ones
+/// are worth more together than the big one and start first (mean JCT about 1990 s against
+/// about 2490 s the other way round); both planners.
+fn one_big_and_four_small() -> Trace {
+    let job = |id: &str, submit: f64, gpus: u32| {
+        trace::TraceJob::whole_gpus(id.into(), submit, Some(1000.0), gpus)
+    };
+    Trace {
+        name: "one-big-four-small".into(),
+        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
+        jobs: vec![
+            job("first", 0.0, 4),
+            job("big", 10.0, 4),
+            job("s1", 10.0, 1),
+            job("s2", 10.0, 1),
+            job("s3", 10.0, 1),
+            job("s4", 10.0, 1),
+        ],
+    }
+}
+
+#[test]
+fn aging_per_job_starts_the_smaller_jobs_of_equal_age_first() {
+    use gangplan::sim::service::AgingUnit;
+    let t = one_big_and_four_small();
+    let base = SimConfig {
+        round_time_limit: 1.0,
+        ..SimConfig::default()
+    };
+    assert_eq!(base.service.aging_unit, AgingUnit::Job);
+    for p in [PlannerName::Ilp, PlannerName::Greedy] {
+        let r = run(&t, p, &base);
+        assert_eq!(r.info.jobs_done, 6, "{p:?}");
+        let c = finish_times(&r);
+        assert_eq!(c.iter().filter(|&&x| x < 2200.0).count(), 5, "{p:?}: {c:?}");
+        assert!(c[5] > 2800.0, "{p:?}: the big job last {c:?}");
+        assert!(r.info.objective.as_deref().unwrap().contains("per job"));
+    }
+}
+
 #[test]
 fn the_age_clock_decides_which_demoted_long_job_resumes_first() {
     use gangplan::sim::service::AgeClock;
@@ -761,11 +802,19 @@ fn attained_service_queues_wait_and_weights() {
     assert_eq!(s.priority(40_000.0), -2);
     // 4 GPUs, 1000 GPU-seconds: ran 250 s of the 1000 s since submission.
     assert_eq!(ServiceObjective::waited(1100.0, 100.0, 1000.0, 4.0), 750.0);
-    // The aging term's age: since submission by default, else the time waited.
-    assert_eq!(s.age(1100.0, 100.0, 1000.0, 4.0), 1000.0);
+    // The aging term's wait: the time since submission by default, else the time waited;
+    // per job by default (over the job's 4 GPUs), else per GPU.
+    assert_eq!(s.age(1100.0, 100.0, 1000.0, 4.0), 250.0);
+    let per_gpu = ServiceObjective {
+        aging_unit: gangplan::sim::service::AgingUnit::Gpu,
+        ..s.clone()
+    };
+    assert_eq!(per_gpu.age(1100.0, 100.0, 1000.0, 4.0), 1000.0);
+    // A sharer (under one GPU) ages as a job of one GPU.
+    assert_eq!(s.age(1100.0, 100.0, 0.0, 0.5), 1000.0);
     let waiting = ServiceObjective {
         age_clock: gangplan::sim::service::AgeClock::Waiting,
-        ..s.clone()
+        ..per_gpu.clone()
     };
     assert_eq!(waiting.age(1100.0, 100.0, 1000.0, 4.0), 750.0);
     // The lowest queue keeps a positive value per GPU however large the step.
@@ -774,7 +823,7 @@ fn attained_service_queues_wait_and_weights() {
         ..s.clone()
     };
     assert!(1.0 - 2.0 * steep.weights()["priority"] >= 0.1 - 1e-12);
-    assert_eq!(s.weights()["aging"], 12.0);
+    assert_eq!(s.weights()["aging"], 48.0);
     assert_eq!(s.weights()["preemption"], 0.5);
     // Size classes: a waiting 8-GPU gang ranks three levels below a 1-GPU job of its queue;
     // running jobs sit on their queue's first level.

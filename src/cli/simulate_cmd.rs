@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use gangplan::hardware::ModelLibrary;
 use gangplan::sim::engine::{simulate, trace_dist, typical_pods, Protocol, SimConfig};
 use gangplan::sim::planners::{PlannerName, RoundPlanner, NAMES};
-use gangplan::sim::service::{AgeClock, ReplayObjective, ServiceObjective};
+use gangplan::sim::service::{AgeClock, AgingUnit, ReplayObjective, ServiceObjective};
 use gangplan::sim::trace::{self, Trace};
 use gangplan::sim::Report;
 use gangplan::solve::Formulation;
@@ -127,9 +127,14 @@ pub struct TraceArgs {
     /// queues).
     #[arg(long, value_name = "V", default_value_t = 0.3)]
     pub service_step: f64,
-    /// replay, attained-service: value per GPU added per hour of age (the starvation guard).
-    #[arg(long, value_name = "V", default_value_t = 12.0)]
+    /// replay, attained-service: value added per hour of age (the starvation guard), per job
+    /// or per GPU (--service-aging-unit).
+    #[arg(long, value_name = "V", default_value_t = 48.0)]
     pub service_aging: f64,
+    /// replay, attained-service: what age is counted per: job (every job ages as fast, so of
+    /// two jobs waiting as long the smaller goes first) or gpu (a job ages with its GPUs).
+    #[arg(long, value_enum, default_value_t = AgingUnitArg::Job)]
+    pub service_aging_unit: AgingUnitArg,
     /// replay, attained-service: the clock of the age the aging term values: submission
     /// (time since submission: first come, first served within a queue) or waiting (time
     /// since submission less the time run).
@@ -156,6 +161,15 @@ pub enum ObjectiveArg {
     AttainedService,
     /// The plan objective's defaults.
     Default,
+}
+
+/// What age is counted per under the attained-service objective.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum AgingUnitArg {
+    /// Per job.
+    Job,
+    /// Per GPU.
+    Gpu,
 }
 
 /// The clock of a waiting job's age under the attained-service objective.
@@ -292,6 +306,10 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
             thresholds: thresholds.clone(),
             step: a.service_step,
             aging: a.service_aging,
+            aging_unit: match a.service_aging_unit {
+                AgingUnitArg::Job => AgingUnit::Job,
+                AgingUnitArg::Gpu => AgingUnit::Gpu,
+            },
             age_clock: match a.service_age_clock {
                 AgeClockArg::Submission => AgeClock::Submission,
                 AgeClockArg::Waiting => AgeClock::Waiting,

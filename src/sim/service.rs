@@ -13,13 +13,19 @@
 //!   against continuous LAS), and a round only changes priorities when a job crosses a threshold.
 //! - **wait** = the job's age on [`ServiceObjective::age_clock`]: by default the time since
 //!   submission ([`AgeClock::Submission`]), else the time spent waiting (since submission,
-//!   minus the time it ran). The plan objective's aging term adds `aging` per GPU per hour, so
-//!   a long-served job `step / aging` hours older is worth as much as a fresh one (with the
-//!   defaults, 90 seconds: among waiting jobs, age soon decides the order: first come, first
-//!   served, as inside a Tiresias queue and in `las`). This is the starvation guard. Counting
-//!   the time since submission keeps that order fixed: two demoted long jobs do not take turns
-//!   (each turn costs the work since its last checkpoint and holds both to the end), the
-//!   older one finishes first.
+//!   minus the time it ran); per job by default ([`AgingUnit::Job`]: the age over the job's
+//!   GPUs, since the plan objective's aging term adds `aging` per GPU per hour of the wait, so
+//!   every job ages by `aging` an hour whatever its size), else per GPU. A long-served job of g
+//!   GPUs `g step / aging` hours older (per GPU: `step / aging`) is worth as much per GPU as a
+//!   fresh one (with the defaults, 23 seconds for one GPU: among waiting jobs, age soon decides
+//!   the order, as inside a Tiresias queue and in `las`). This is the starvation guard: a
+//!   waiting gang's value per GPU grows without end, so it passes every newer job in time.
+//!   Counting the time since submission keeps that order fixed: two demoted long jobs do not
+//!   take turns (each turn costs the work since its last checkpoint and holds both to the end),
+//!   the older one finishes first. Aging per job rather than per GPU lets, of two jobs waiting
+//!   as long, the one of fewer GPUs go first, and makes a round's plan worth more for every job
+//!   it starts than for the GPUs it fills: more jobs finish early, and the mean completion time
+//!   falls (measured in docs/research.md).
 //! - **preemptible** running jobs (when preemption is on), at the priority of their own queue: the
 //!   MIP may preempt a job of a lower queue for one of a higher queue when the value gained
 //!   exceeds the victim's cost: `victim` times its value plus the work lost since its last
@@ -47,6 +53,27 @@ impl ReplayObjective {
         match self {
             ReplayObjective::AttainedService => "attained-service",
             ReplayObjective::Default => "default",
+        }
+    }
+}
+
+/// What a waiting job's age is counted per, for the aging term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgingUnit {
+    /// Per job: the wait the instance carries is the age over the job's GPUs, so the aging
+    /// term adds the same per hour to every job's value.
+    #[default]
+    Job,
+    /// Per GPU: the wait is the age, so the aging term grows with the job's GPUs.
+    Gpu,
+}
+
+impl AgingUnit {
+    /// The option's name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgingUnit::Job => "job",
+            AgingUnit::Gpu => "gpu",
         }
     }
 }
@@ -82,8 +109,11 @@ pub struct ServiceObjective {
     pub thresholds: Vec<f64>,
     /// Value per GPU one queue step takes off (the `priority` weight).
     pub step: f64,
-    /// Value per GPU added per hour of age (the `aging` weight; [`ServiceObjective::age_clock`]).
+    /// Value added per hour of age (the `aging` weight; [`ServiceObjective::age_clock`]), per
+    /// job or per GPU ([`ServiceObjective::aging_unit`]).
     pub aging: f64,
+    /// What the age is counted per.
+    pub aging_unit: AgingUnit,
     /// Hours after which aging stops growing (`aging_cap_hours`).
     pub aging_cap_hours: f64,
     /// The clock of the age the aging term values.
@@ -117,7 +147,8 @@ impl Default for ServiceObjective {
         ServiceObjective {
             thresholds: vec![DEFAULT_THRESHOLD],
             step: 0.3,
-            aging: 12.0,
+            aging: 48.0,
+            aging_unit: AgingUnit::Job,
             aging_cap_hours: 48.0,
             age_clock: AgeClock::Submission,
             preempt: true,
@@ -181,12 +212,17 @@ impl ServiceObjective {
         (now - submit - ran).max(0.0)
     }
 
-    /// The age of a waiting job the aging term values, seconds: on [`ServiceObjective::age_clock`],
-    /// since submission or [`ServiceObjective::waited`].
+    /// The wait of a waiting job of `gpus` GPU-equivalents the aging term values, seconds: its
+    /// age on [`ServiceObjective::age_clock`] (since submission or
+    /// [`ServiceObjective::waited`]), over its GPUs (at least one) where aging is per job.
     pub fn age(&self, now: f64, submit: f64, attained: f64, gpus: f64) -> f64 {
-        match self.age_clock {
+        let age = match self.age_clock {
             AgeClock::Submission => (now - submit).max(0.0),
             AgeClock::Waiting => Self::waited(now, submit, attained, gpus),
+        };
+        match self.aging_unit {
+            AgingUnit::Job => age / gpus.max(1.0),
+            AgingUnit::Gpu => age,
         }
     }
 
@@ -195,11 +231,12 @@ impl ServiceObjective {
         let t: Vec<String> = self.thresholds.iter().map(|t| format!("{t}")).collect();
         let w = self.weights();
         format!(
-            "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h ({} clock), \
+            "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h per {} ({} clock), \
              starvation limit {}, size classes {}, preemption {}, victim weight {})",
             t.join(","),
             w["priority"],
             self.aging,
+            self.aging_unit.as_str(),
             self.age_clock.as_str(),
             self.starve
                 .map_or("none".to_string(), |k| format!("{k}x run time")),
