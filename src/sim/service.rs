@@ -19,7 +19,8 @@
 //!   GPUs `g step / aging` hours older (per GPU: `step / aging`) is worth as much per GPU as a
 //!   fresh one (with the defaults, 23 seconds for one GPU: among waiting jobs, age soon decides
 //!   the order, as inside a Tiresias queue and in `las`). This is the starvation guard: a
-//!   waiting gang's value per GPU grows without end, so it passes every newer job in time.
+//!   waiting gang's value per GPU keeps growing (up to `aging_cap_hours` of the wait, g x 48 h
+//!   of age for g GPUs), so it passes the newer jobs in time.
 //!   Counting the time since submission keeps that order fixed: two demoted long jobs do not
 //!   take turns (each turn costs the work since its last checkpoint and holds both to the end),
 //!   the older one finishes first. Aging per job rather than per GPU lets, of two jobs waiting
