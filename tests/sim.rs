@@ -612,15 +612,26 @@ fn dumped_rounds_are_valid_instances() {
     }
 }
 
+/// A trace on one 4-GPU node: (id, submit s, run time s, GPUs) of each job.
+fn one_node_trace(name: &str, jobs: &[(&str, f64, f64, u32)]) -> Trace {
+    Trace {
+        name: name.into(),
+        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
+        jobs: jobs
+            .iter()
+            .map(|&(id, submit, d, gpus)| {
+                trace::TraceJob::whole_gpus(id.into(), submit, Some(d), gpus)
+            })
+            .collect(),
+    }
+}
+
 /// One 4-GPU node; a long 4-GPU job at t=0 and a short 4-GPU job at t=600 s.
 fn long_then_short() -> Trace {
-    let job =
-        |id: &str, submit: f64, d: f64| trace::TraceJob::whole_gpus(id.into(), submit, Some(d), 4);
-    Trace {
-        name: "long-then-short".into(),
-        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
-        jobs: vec![job("long", 0.0, 100_000.0), job("short", 600.0, 600.0)],
-    }
+    one_node_trace(
+        "long-then-short",
+        &[("long", 0.0, 100_000.0, 4), ("short", 600.0, 600.0, 4)],
+    )
 }
 
 /// The run's job completion times, in completion order.
@@ -688,18 +699,15 @@ fn attained_service_lets_a_short_job_overtake_a_long_one_under_the_ilp() {
 /// (t=6000) preempts it. At 6600 both long jobs wait in the second queue: "a" is older, "b" has
 /// waited longer (it ran less).
 fn two_long_jobs_and_two_short() -> Trace {
-    let job =
-        |id: &str, submit: f64, d: f64| trace::TraceJob::whole_gpus(id.into(), submit, Some(d), 4);
-    Trace {
-        name: "two-long-two-short".into(),
-        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
-        jobs: vec![
-            job("a", 0.0, 10_000.0),
-            job("b", 1000.0, 10_000.0),
-            job("s1", 2000.0, 600.0),
-            job("s2", 6000.0, 600.0),
+    one_node_trace(
+        "two-long-two-short",
+        &[
+            ("a", 0.0, 10_000.0, 4),
+            ("b", 1000.0, 10_000.0, 4),
+            ("s1", 2000.0, 600.0, 4),
+            ("s2", 6000.0, 600.0, 4),
         ],
-    }
+    )
 }
 
 /// One 4-GPU node held by a job until t=1000 s; at t=10 s a 4-GPU job and four 1-GPU jobs
@@ -707,21 +715,17 @@ fn two_long_jobs_and_two_short() -> Trace {
 /// are worth more together than the big one and start first (mean JCT about 1990 s against
 /// about 2490 s the other way round); both planners.
 fn one_big_and_four_small() -> Trace {
-    let job = |id: &str, submit: f64, gpus: u32| {
-        trace::TraceJob::whole_gpus(id.into(), submit, Some(1000.0), gpus)
-    };
-    Trace {
-        name: "one-big-four-small".into(),
-        nodes: trace::uniform_cluster(4, 4, 1).unwrap(),
-        jobs: vec![
-            job("first", 0.0, 4),
-            job("big", 10.0, 4),
-            job("s1", 10.0, 1),
-            job("s2", 10.0, 1),
-            job("s3", 10.0, 1),
-            job("s4", 10.0, 1),
+    one_node_trace(
+        "one-big-four-small",
+        &[
+            ("first", 0.0, 1000.0, 4),
+            ("big", 10.0, 1000.0, 4),
+            ("s1", 10.0, 1000.0, 1),
+            ("s2", 10.0, 1000.0, 1),
+            ("s3", 10.0, 1000.0, 1),
+            ("s4", 10.0, 1000.0, 1),
         ],
-    }
+    )
 }
 
 #[test]

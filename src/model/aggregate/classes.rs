@@ -16,6 +16,7 @@ use super::compact::CompactGang;
 use super::packing::TypeTake;
 use super::rack_blocks::{self, RackRows};
 use super::resources::{Levels, ResourceUse};
+use super::slots::LevelRows;
 use super::spread::SpreadFloor;
 use super::supply::VictimPriorities;
 use super::unit_spread;
@@ -42,9 +43,6 @@ type Key = (
     u64,
     u64,
 );
-
-/// The slots and digits rows of each (type, size level), built up by the classes.
-pub type LevelRows = BTreeMap<(usize, u32), (Expression, Expression)>;
 
 /// The classes and what they ask of each type.
 #[derive(Default)]

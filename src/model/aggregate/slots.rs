@@ -10,11 +10,14 @@
 //! takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
 //! multiples of L, so both rows hold for every real placement.)
 
-use super::classes::LevelRows;
 use super::supply::NodeOffer;
 use crate::model::MipModel;
 use good_lp::{variable, Expression, ProblemVariables};
 use std::collections::BTreeMap;
+
+/// The slots and digits rows of each (type, size level), built up by the classes
+/// ([`super::classes`]).
+pub type LevelRows = BTreeMap<(usize, u32), (Expression, Expression)>;
 
 /// Rounds with more nodes holding several candidate victims than this count the slots those
 /// nodes gain continuously (integer counts made 85%-busy 100k-GPU rounds overrun HiGHS's time
