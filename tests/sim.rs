@@ -649,6 +649,14 @@ fn attained_service_lets_a_short_job_overtake_a_long_one_under_the_ilp() {
         ..SimConfig::default()
     };
     base.service.thresholds = vec![3600.0];
+    // Both jobs take the whole 4-GPU cluster: by default the short one is a big gang that
+    // preempts nothing and waits for the long one to end.
+    for p in [PlannerName::Ilp, PlannerName::Greedy] {
+        let r = run(&t, p, &base);
+        assert_eq!(r.metrics.preemptions, 0, "{p:?}: a big gang preempted");
+        assert!(finish_times(&r)[1] > 99_000.0, "{p:?}");
+    }
+    base.service.big_gang = None;
     for p in [PlannerName::Ilp, PlannerName::Greedy] {
         // Attained service (the default; one queue threshold, here at 3600 GPU-seconds): the
         // long job passes it at t=900 s and drops to the second queue; the short one, still in
@@ -757,6 +765,8 @@ fn the_age_clock_decides_which_demoted_long_job_resumes_first() {
         ..SimConfig::default()
     };
     base.service.thresholds = vec![3600.0];
+    // Every job takes the whole cluster: let them preempt (no big-gang rule) to see the ages.
+    base.service.big_gang = None;
     assert_eq!(base.service.age_clock, AgeClock::Submission);
     for p in [PlannerName::Ilp, PlannerName::Greedy] {
         // Since submission (the default): "a" resumes at 6600 and finishes first, ~12,200 s
@@ -835,8 +845,18 @@ fn attained_service_queues_wait_and_weights() {
         size_classes: true,
         ..s.clone()
     };
-    assert_eq!(sized.waiting_rank(0.0, 0.0, 1.0), 0);
-    assert_eq!(sized.waiting_rank(0.0, 0.0, 8.0), -3);
+    assert_eq!(sized.waiting_rank(0.0, 0.0, 1.0, 64.0), 0);
+    assert_eq!(sized.waiting_rank(0.0, 0.0, 8.0, 64.0), -3);
+    // A big gang (at least 40% of the cluster's GPUs by default) waits at the second queue's
+    // first level at best: 32 of 64 GPUs, fresh, is a big gang; 16 of 64 is not.
+    assert_eq!(s.waiting_rank(0.0, 0.0, 32.0, 64.0), -1);
+    assert_eq!(s.waiting_rank(0.0, 0.0, 16.0, 64.0), 0);
+    assert_eq!(sized.waiting_rank(0.0, 0.0, 32.0, 64.0), -7);
+    let every_gang = ServiceObjective {
+        big_gang: None,
+        ..s.clone()
+    };
+    assert_eq!(every_gang.waiting_rank(0.0, 0.0, 32.0, 64.0), 0);
     assert_eq!(sized.priority(4000.0), -7);
     // Starvation limit: waited at least K x ran promotes to the first queue.
     let starving = ServiceObjective {

@@ -135,6 +135,11 @@ pub struct TraceArgs {
     /// two jobs waiting as long the smaller goes first) or gpu (a job ages with its GPUs).
     #[arg(long, value_enum, default_value_t = AgingUnitArg::Job)]
     pub service_aging_unit: AgingUnitArg,
+    /// replay, attained-service: a waiting gang of at least this share of the cluster's GPUs
+    /// preempts nothing of the first two queues and waits for GPUs to free (0: every gang may
+    /// preempt).
+    #[arg(long, value_name = "SHARE", default_value_t = gangplan::sim::service::DEFAULT_BIG_GANG)]
+    pub service_big_gang: f64,
     /// replay, attained-service: the clock of the age the aging term values: submission
     /// (time since submission: first come, first served within a queue) or waiting (time
     /// since submission less the time run).
@@ -292,6 +297,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         ("--service-aging", a.service_aging),
         ("--service-starve", a.service_starve),
         ("--service-victim", a.service_victim),
+        ("--service-big-gang", a.service_big_gang),
     ] {
         if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
             return Err(bad(format!("{f} is {v}; expected a number in 0..=100")));
@@ -317,6 +323,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
             preempt: !a.no_preemption,
             starve: (a.service_starve > 0.0).then_some(a.service_starve),
             size_classes: a.service_size_classes,
+            big_gang: (a.service_big_gang > 0.0).then_some(a.service_big_gang),
             victim: a.service_victim,
             ..ServiceObjective::default()
         },

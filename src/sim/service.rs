@@ -27,6 +27,13 @@
 //!   as long, the one of fewer GPUs go first, and makes a round's plan worth more for every job
 //!   it starts than for the GPUs it fills: more jobs finish early, and the mean completion time
 //!   falls (measured in docs/research.md).
+//! - **big gangs wait**: a waiting gang of at least [`ServiceObjective::big_gang`] of the
+//!   cluster's GPUs (40% by default) ranks at most at the second queue, so it preempts nothing
+//!   of the first two and waits for GPUs to free. Preempting for it displaces many jobs, each
+//!   losing the work since its checkpoint, and it leaves the first queue after threshold / g
+//!   seconds (20 minutes for 48 GPUs at 57600 GPU-seconds), then holds the GPUs as long as the
+//!   gang it displaced would have: the swap buys the mean little and makes the displaced gang
+//!   the tail.
 //! - **preemptible** running jobs (when preemption is on), at the priority of their own queue: the
 //!   MIP may preempt a job of a lower queue for one of a higher queue when the value gained
 //!   exceeds the victim's cost: `victim` times its value plus the work lost since its last
@@ -103,6 +110,12 @@ impl AgeClock {
 /// policy in the Pollux artifact (`simulator/tiresias.py`, `_queue_threshold = 3600 * 16`).
 pub const DEFAULT_THRESHOLD: f64 = 57_600.0;
 
+/// The default share of the cluster's GPUs from which a waiting gang does not preempt
+/// ([`ServiceObjective::big_gang`]): chosen on pollux-1, -3, -5, -7 and philly-64 (0.3 to 0.5
+/// gave the same runs there; 0.25 made pollux-1 and pollux-4 worse), checked on the other seven
+/// (docs/research.md).
+pub const DEFAULT_BIG_GANG: f64 = 0.4;
+
 /// Settings of the attained-service objective.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceObjective {
@@ -128,6 +141,9 @@ pub struct ServiceObjective {
     /// Order waiting jobs of one queue by gang size too: fewer GPUs first, by powers of two
     /// ([`SIZE_CLASSES`] levels per queue, each worth `step / SIZE_CLASSES` per GPU).
     pub size_classes: bool,
+    /// A waiting gang of at least this share of the cluster's GPUs does not preempt the first
+    /// two queues: it waits for GPUs to free (`None`: every gang may preempt).
+    pub big_gang: Option<f64>,
     /// Multiplier on the value a preempted job loses (the `preemption` weight; the plan
     /// objective's default is 1).
     pub victim: f64,
@@ -155,6 +171,7 @@ impl Default for ServiceObjective {
             preempt: true,
             starve: None,
             size_classes: false,
+            big_gang: Some(DEFAULT_BIG_GANG),
             victim: 0.5,
         }
     }
@@ -201,9 +218,20 @@ impl ServiceObjective {
         }
     }
 
-    /// [`ServiceObjective::rank`] of a waiting job, lowered by its size class.
-    pub fn waiting_rank(&self, attained: f64, waited: f64, gpus: f64) -> i64 {
-        self.rank(attained, waited, gpus) - self.size_class(gpus)
+    /// [`ServiceObjective::rank`] of a waiting job of `gpus` GPU-equivalents on a cluster of
+    /// `cluster_gpus`, lowered by its size class; a big gang
+    /// ([`ServiceObjective::big_gang`]) ranks at most at the second queue's first level, so
+    /// it preempts no job of the first two queues.
+    pub fn waiting_rank(&self, attained: f64, waited: f64, gpus: f64, cluster_gpus: f64) -> i64 {
+        let rank = self.rank(attained, waited, gpus) - self.size_class(gpus);
+        if self
+            .big_gang
+            .is_some_and(|share| gpus >= share * cluster_gpus)
+        {
+            rank.min(-self.levels())
+        } else {
+            rank
+        }
     }
 
     /// Seconds a job has waited: since submission, less the time it ran (`attained` GPU-seconds
@@ -233,7 +261,7 @@ impl ServiceObjective {
         let w = self.weights();
         format!(
             "attained-service (queues at {} GPU-s, priority weight {}, aging {}/h per {} ({} clock), \
-             starvation limit {}, size classes {}, preemption {}, victim weight {})",
+             starvation limit {}, size classes {}, big gangs {}, preemption {}, victim weight {})",
             t.join(","),
             w["priority"],
             self.aging,
@@ -242,6 +270,9 @@ impl ServiceObjective {
             self.starve
                 .map_or("none".to_string(), |k| format!("{k}x run time")),
             if self.size_classes { "on" } else { "off" },
+            self.big_gang.map_or("preempt".to_string(), |f| {
+                format!("of {}% of the GPUs wait", f * 100.0)
+            }),
             if self.preempt { "on" } else { "off" },
             self.victim
         )
