@@ -289,8 +289,8 @@ impl<'a> Sim<'a> {
             let gpus = self.trace.jobs[k].gpu_milli_total() as f64 / 1000.0;
             let waited = ServiceObjective::waited(now, submit, attained, gpus);
             let age = s.age(now, submit, attained, gpus);
-            let cluster: u64 = self.trace.nodes.iter().filter_map(|n| n.gpus).sum();
-            (s.waiting_rank(attained, waited, gpus, cluster as f64), age)
+            let cluster = self.trace.gpus() as f64;
+            (s.waiting_rank(attained, waited, gpus, cluster), age)
         } else if self.las() {
             (self.queue_priority(attained), (now - submit).max(0.0))
         } else {

@@ -53,28 +53,35 @@ impl CompactGang {
         let job = &inst.pending[members[0]];
         let per_unit = topo.unit_capacity(inst, job);
         let nodes = job.gpus.div_ceil(per_unit);
-        let least_extra =
-            |floor: &mut SpreadFloor, beyond: &dyn Fn(&mut SpreadFloor, &PendingJob) -> f64| {
-                let least = members
-                    .iter()
-                    .map(|&j| {
-                        let job = &inst.pending[j];
-                        (beyond(floor, job) - floor.of(job)).max(0.0)
-                    })
-                    .fold(f64::INFINITY, f64::min);
-                if least.is_finite() {
-                    least
-                } else {
-                    0.0
-                }
-            };
         CompactGang {
             nodes,
             least_per_node: job.gpus.saturating_sub((nodes - 1) * per_unit),
-            extra_node: least_extra(floor, &|f, job| f.of_spanning(job, nodes + 1)),
+            extra_node: least_extra(inst, members, floor, |f, job| f.of_spanning(job, nodes + 1)),
             node_capacity: per_unit,
             whole_nodes: job.gpus.saturating_sub(nodes * (per_unit - 1)),
-            extra_rack: least_extra(floor, &|f, job| f.of_leaving_rack(job)),
+            extra_rack: least_extra(inst, members, floor, |f, job| f.of_leaving_rack(job)),
         }
+    }
+}
+
+/// The least, over the class's `members`, of the floor over some placements (`beyond`) less
+/// the job's floor: 0 at least, and 0 for a class without members.
+fn least_extra(
+    inst: &Instance,
+    members: &[usize],
+    floor: &mut SpreadFloor,
+    beyond: impl Fn(&mut SpreadFloor, &PendingJob) -> f64,
+) -> f64 {
+    let least = members
+        .iter()
+        .map(|&j| {
+            let job = &inst.pending[j];
+            (beyond(floor, job) - floor.of(job)).max(0.0)
+        })
+        .fold(f64::INFINITY, f64::min);
+    if least.is_finite() {
+        least
+    } else {
+        0.0
     }
 }

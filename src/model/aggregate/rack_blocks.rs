@@ -66,32 +66,33 @@ pub fn add_user(
 
 /// Add the rows (`node_offers`: every type's nodes).
 pub fn add(inst: &Instance, node_offers: &[Vec<NodeOffer>], rows: RackRows, m: &mut MipModel) {
-    let racks = inst.nodes.iter().map(|n| n.rack + 1).max().unwrap_or(0);
+    let racks = inst.racks.len();
     let mut blocks: BTreeMap<u32, Vec<RackBlocks>> = BTreeMap::new();
     for ((c, level), lhs) in rows {
         let per_rack = blocks
             .entry(c)
             .or_insert_with(|| rack_blocks(inst, node_offers, c, racks, m));
         let mut rhs = Expression::from(0.0);
-        for rack in per_rack.iter() {
+        for rack in per_rack.iter_mut() {
             rhs += rack.blocks_of(level, m);
         }
         m.constraints.push((lhs - rhs).leq(0.0));
     }
 }
 
-/// One rack's blocks of C free GPUs: free now, the most with every victim gone, and those
-/// the preempted victims add.
+/// One rack's blocks of C free GPUs: free now, the most with every victim gone, those the
+/// preempted victims add, and a_r once some level needs it (one per rack, for every K).
 struct RackBlocks {
     free: u32,
     most: u32,
     freed: Expression,
+    any: Option<Variable>,
 }
 
 impl RackBlocks {
     /// B_r,K as an expression: a constant where no victim frees a block, else a variable
     /// under its rows.
-    fn blocks_of(&self, level: u32, m: &mut MipModel) -> Expression {
+    fn blocks_of(&mut self, level: u32, m: &mut MipModel) -> Expression {
         let now = self.free / level;
         if self.most / level == now {
             return Expression::from(now as f64);
@@ -99,8 +100,11 @@ impl RackBlocks {
         let b = m
             .problem
             .add(variable().min(0).max((self.most / level) as f64));
-        let any = m.problem.add(variable().min(0).max(1));
-        m.constraints.push((any - self.freed.clone()).leq(0.0));
+        let any = *self.any.get_or_insert_with(|| {
+            let any = m.problem.add(variable().min(0).max(1));
+            m.constraints.push((any - self.freed.clone()).leq(0.0));
+            any
+        });
         let rest = (self.free % level) as f64;
         m.constraints
             .push((level as f64 * b - self.freed.clone() - rest * any).leq((now * level) as f64));
@@ -121,6 +125,7 @@ fn rack_blocks(
             free: 0,
             most: 0,
             freed: Expression::from(0.0),
+            any: None,
         })
         .collect();
     for node in node_offers.iter().flatten() {
