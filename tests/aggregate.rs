@@ -193,6 +193,36 @@ fn gangs_on_their_fewest_nodes_compete_for_a_racks_whole_nodes() {
     );
 }
 
+/// Two 16-GPU gangs over two rack-scale NVLink domains of GB200 trays with 20 and 12 free
+/// GPUs: each alone sits inside the first domain at no spread, but only that domain holds one,
+/// so the unit rows charge the second gang its way across two domains and two racks (4.8):
+/// the bound falls from 32 (both at their floors) to the optimum, 27.2.
+#[test]
+fn gangs_inside_one_nvlink_domain_compete_for_its_room() {
+    let lib = ModelLibrary::builtin();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/unit-blocks.yaml");
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
+    let bound = agg.bound.expect("the aggregated model reports a bound");
+    assert!((exact.objective - 27.2).abs() < 1e-6, "{}", exact.objective);
+    assert!(
+        (agg.objective - exact.objective).abs() < 1e-6,
+        "{}",
+        agg.objective
+    );
+    assert!(
+        bound >= exact.objective - 1e-6,
+        "bound {bound} below the optimum"
+    );
+    assert!(
+        bound <= 27.2 + 1e-6,
+        "bound {bound}: the domains' room is not counted"
+    );
+}
+
 /// A fixed-shape gang (8 GPUs on every node it uses) in a rack whose free GPUs would hold it
 /// but whose nodes, all but one, have 7 GPUs free: the spread floor counts a node only where
 /// it can host a whole piece, so the bound charges the gang both racks.

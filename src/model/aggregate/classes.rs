@@ -12,13 +12,14 @@
 //! multi-node gang accepting several types may mix them, so its x_ct is continuous. CPU-only
 //! jobs use no GPU: one class each, counted at full value, a safe relaxation.
 
-use super::compact::CompactGang;
+use super::compact::{self, CompactGang};
 use super::packing::TypeTake;
 use super::rack_blocks::{self, RackRows};
 use super::resources::{Levels, ResourceUse};
 use super::slots::LevelRows;
 use super::spread::SpreadFloor;
 use super::supply::VictimPriorities;
+use super::unit_blocks::{self, UnitRows};
 use super::unit_spread;
 use super::victim_spread::{self, VictimUsers};
 use crate::instance::{Instance, PendingJob};
@@ -65,6 +66,10 @@ pub struct Demand {
     pub victim_users: VictimUsers,
     /// The rack rows' left sides ([`rack_blocks`]).
     pub rack_rows: RackRows,
+    /// The unit rows' left sides ([`unit_blocks`]).
+    pub unit_rows: UnitRows,
+    /// Per type: whether its units hold several nodes ([`unit_blocks::multi_node_types`]).
+    multi_node: Vec<bool>,
 }
 
 /// The most classes a round's levels may make: past it the levels get coarser.
@@ -205,6 +210,7 @@ pub fn build(
         tenant_starts: vec![Vec::new(); inst.tenants.len()],
         resource_users: vec![Vec::new(); ntypes],
         spread_floors: vec![0.0; inst.pending.len()],
+        multi_node: unit_blocks::multi_node_types(topo),
         ..Demand::default()
     };
     for (key, members) in &class_of {
@@ -242,7 +248,7 @@ fn gpu_class(
     m: &mut MipModel,
 ) {
     let int = |v: VariableDefinition| if integer { v.integer() } else { v };
-    let (mask, gpus, milli, gpn, one_node, _, prio, cpu, mem) = key;
+    let (mask, gpus, milli, gpn, one_node, _, prio, ..) = key;
     let n_c = m
         .problem
         .add(int(variable().min(0).max(members.len() as f64)));
@@ -261,8 +267,10 @@ fn gpu_class(
         .is_none()
         .then(|| victim_spread::discount(inst, spread_floor, members, &demand.spread_floors))
         .flatten();
-    // What the class's jobs off their fewest nodes pay beyond their floors.
+    // What the class's jobs off their fewest nodes (off one unit) pay beyond their floors.
     let mut off_fewest = Expression::from(0.0);
+    let mut off_unit = Expression::from(0.0);
+    let mut beyond_unit: Option<f64> = None;
     let eq = inst.pending[members[0]].gpu_equivalent();
     demand.tenant_starts[inst.pending[members[0]].tenant].push((eq, n_c));
     let mut sum_x = Expression::from(0.0);
@@ -275,28 +283,7 @@ fn gpu_class(
         let x = m.problem.add(if x_integer { int(def) } else { def });
         sum_x += x;
         xs.push((t, x));
-        let per_job = milli.map_or(*gpus as f64, gpu_units);
-        demand.type_users[t].push((*prio, per_job, x));
-        if milli.is_none() {
-            let (piece, pieces) = match (gpn, one_node) {
-                (_, true) => (*gpus, 1),
-                (Some(k), false) => (*k, *gpus / k.max(&1)),
-                _ => (0, 0),
-            };
-            demand.resource_users[t].push(ResourceUse {
-                cpu: *cpu,
-                mem: *mem,
-                gpus: *gpus,
-                piece,
-                pieces,
-                x,
-            });
-        }
-        demand.takes[t].push(TypeTake {
-            least: if milli.is_some() { 0.0 } else { *gpus as f64 },
-            most: *gpus as f64,
-            count: x,
-        });
+        record_uses(key, t, x, demand);
         if let Some(gang) = &compact {
             // y_ct: the jobs placed on the fewest nodes; the rest pay an extra node.
             let y = m.problem.add(if x_integer {
@@ -315,22 +302,24 @@ fn gpu_class(
                 level *= 2;
             }
         }
-        let (slots_per_job, piece) = match (gpn, one_node) {
-            (_, true) => (1.0, *gpus),
-            (Some(k), false) => ((*gpus / k) as f64, *k),
-            _ => (0.0, 0),
-        };
-        if slots_per_job > 0.0 && milli.is_none() {
-            let mut level = 2;
-            while level <= piece {
-                let e = level_entry(&mut demand.level_rows, t, level);
-                e.0.add_mul(slots_per_job, x);
-                if piece % level == 0 {
-                    e.1.add_mul(*gpus as f64, x);
-                }
-                level *= 2;
-            }
+        if milli.is_none() && unit_blocks::holds(inst, topo, &demand.multi_node, t, *gpus, *gpn) {
+            let on = unit_blocks::OnType {
+                t,
+                gpus: *gpus,
+                one_node: *one_node,
+                x,
+                integer: x_integer && integer,
+            };
+            let mut delta = || {
+                *beyond_unit.get_or_insert_with(|| {
+                    compact::least_extra(inst, members, spread_floor, |f, job| {
+                        f.of_spanning(job, 2)
+                    })
+                })
+            };
+            off_unit += unit_blocks::add_on_type(on, &mut delta, &mut demand.unit_rows, m);
         }
+        add_slot_entries(key, t, x, &mut demand.level_rows);
     }
     m.constraints.push((sum_x - n_c).eq(0.0));
     if let Some(gang) = &compact {
@@ -342,9 +331,65 @@ fn gpu_class(
         .flatten();
     let below_victims =
         discount.map(|d| victim_spread::add_user(m, &mut demand.victim_users, *prio, &d, n_c));
-    let charges = below_victims.into_iter().chain([off_fewest]).chain(units);
+    let off_unit = beyond_unit.map(|_| off_unit);
+    let charges = below_victims
+        .into_iter()
+        .chain([off_fewest])
+        .chain(units)
+        .chain(off_unit);
     charge_the_largest(m, charges.collect());
     demand.classes.push((ranked, n_c));
+}
+
+/// What the class of `key` on type t (x_ct) asks of the GPU rows, the CPU and memory rows
+/// and the packing floor.
+fn record_uses(key: &Key, t: usize, x: Variable, demand: &mut Demand) {
+    let (_, gpus, milli, gpn, one_node, _, prio, cpu, mem) = key;
+    let per_job = milli.map_or(*gpus as f64, gpu_units);
+    demand.type_users[t].push((*prio, per_job, x));
+    if milli.is_none() {
+        let (piece, pieces) = match (gpn, one_node) {
+            (_, true) => (*gpus, 1),
+            (Some(k), false) => (*k, *gpus / k.max(&1)),
+            _ => (0, 0),
+        };
+        demand.resource_users[t].push(ResourceUse {
+            cpu: *cpu,
+            mem: *mem,
+            gpus: *gpus,
+            piece,
+            pieces,
+            x,
+        });
+    }
+    demand.takes[t].push(TypeTake {
+        least: if milli.is_some() { 0.0 } else { *gpus as f64 },
+        most: *gpus as f64,
+        count: x,
+    });
+}
+
+/// The slots and digits entries of one-node and fixed-shape jobs of the class of `key` on
+/// type t (x_ct).
+fn add_slot_entries(key: &Key, t: usize, x: Variable, rows: &mut LevelRows) {
+    let (_, gpus, milli, gpn, one_node, ..) = key;
+    let (slots_per_job, piece) = match (gpn, one_node) {
+        (_, true) => (1.0, *gpus),
+        (Some(k), false) => ((*gpus / k) as f64, *k),
+        _ => (0.0, 0),
+    };
+    if slots_per_job <= 0.0 || milli.is_some() {
+        return;
+    }
+    let mut level = 2;
+    while level <= piece {
+        let e = level_entry(rows, t, level);
+        e.0.add_mul(slots_per_job, x);
+        if piece % level == 0 {
+            e.1.add_mul(*gpus as f64, x);
+        }
+        level *= 2;
+    }
 }
 
 /// Charge the largest of a class's `charges` beyond its floors (each holds alone): the one

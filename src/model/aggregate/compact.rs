@@ -66,7 +66,7 @@ impl CompactGang {
 
 /// The least, over the class's `members`, of the floor over some placements (`beyond`) less
 /// the job's floor: 0 at least, and 0 for a class without members.
-fn least_extra(
+pub fn least_extra(
     inst: &Instance,
     members: &[usize],
     floor: &mut SpreadFloor,

@@ -31,7 +31,9 @@
 //!   takes at least L GPUs of a node, and jobs whose sizes are multiples of L fill a node in
 //!   multiples of L, so both rows hold for every real placement); gangs of no fixed shape
 //!   placed on their fewest nodes take slots too ([`compact`]), and those of them inside
-//!   one rack take blocks of whole nodes of that rack ([`rack_blocks`])
+//!   one rack take blocks of whole nodes of that rack ([`rack_blocks`]); where a type's
+//!   NVLink units hold several nodes, gangs inside one unit take blocks of its free GPUs
+//!   ([`unit_blocks`])
 //! outranked: sum_{k: prio_k = pi} p_k <= N_pi sum_{c: prio_c > pi} n_c     (see [`outranked`])
 //! quotas:    sum_{c of t} eq_c n_c - sum_{k of t} eq_k p_k <= q_t - held_t   (tenants within quota;
 //!            above it, the same once the tenant starts a job: [`crate::model::quota`])
@@ -54,7 +56,8 @@
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
 //! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`],
-//! [`rack_blocks`] (whole nodes per rack), [`spread`],
+//! [`rack_blocks`] (whole nodes per rack), [`unit_blocks`] (free GPUs per NVLink unit),
+//! [`spread`],
 //! [`victim_spread`], [`unit_spread`] and [`packing`]; victims' need of outranking starts
 //! ([`crate::model::outranked`]), quotas and fairness are the per-node model's rows
 //! ([`crate::model::quota`], [`crate::model::fairness`]) over the class counts.
@@ -70,6 +73,7 @@ pub mod resources;
 pub mod slots;
 pub mod spread;
 pub mod supply;
+pub mod unit_blocks;
 pub mod unit_spread;
 pub mod victim_spread;
 
@@ -151,10 +155,12 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         tenant_starts,
         spread_floors,
         rack_rows,
+        unit_rows,
         ..
     } = demand;
     slots::add(&supply.node_offers, level_rows, integer, &mut m);
     rack_blocks::add(inst, &supply.node_offers, rack_rows, &mut m);
+    unit_blocks::add(topo, &supply.node_offers, unit_rows, &mut m);
     for (k, r) in inst.running.iter().enumerate() {
         if let Some(v) = supply.preempt[k] {
             m.objective -= victim_cost(inst, r) * v;

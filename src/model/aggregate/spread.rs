@@ -43,6 +43,9 @@ pub struct SpreadFloor<'a> {
     /// (rack, unit) of every node unit, racks ascending, where no unit spans racks
     /// ([`rack_of_units`]).
     unit_rack: Option<Vec<(usize, usize)>>,
+    /// The most node units any one rack has (`u32::MAX` where units span racks): no
+    /// placement inside one rack covers more.
+    most_units_in_a_rack: u32,
     levels: HashMap<ReachKey, Reach>,
     /// How jobs' CPU and memory per GPU round down to the levels keying `levels`.
     per_gpu: Levels,
@@ -67,6 +70,19 @@ fn rack_of_units(inst: &Instance, topo: &Topology) -> Option<Vec<(usize, usize)>
         .collect();
     pairs.sort_unstable();
     Some(pairs)
+}
+
+/// The most units of any one rack in `unit_rack` ((rack, unit) pairs, racks ascending;
+/// `None`: units span racks, no limit).
+fn most_units_in_a_rack(unit_rack: Option<&[(usize, usize)]>) -> u32 {
+    let Some(pairs) = unit_rack else {
+        return u32::MAX;
+    };
+    pairs
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|rack| rack.len() as u32)
+        .max()
+        .unwrap_or(0)
 }
 
 /// What a job's reach depends on: accepted types, GPUs per node, priority, CPU and memory
@@ -170,12 +186,14 @@ impl<'a> SpreadFloor<'a> {
         victims: &'a VictimPriorities,
     ) -> Self {
         let (live, live_offers) = live_nodes(inst, topo, offers);
+        let unit_rack = rack_of_units(inst, topo);
         SpreadFloor {
             inst,
             topo,
             live,
             live_offers,
-            unit_rack: rack_of_units(inst, topo),
+            most_units_in_a_rack: most_units_in_a_rack(unit_rack.as_deref()),
+            unit_rack,
             levels: HashMap::new(),
             per_gpu,
             victims,
@@ -306,8 +324,11 @@ impl<'a> SpreadFloor<'a> {
         };
         // Over several racks: at least the fewest units, two racks, the fewest pods.
         let spread_out = self.penalty(job, units.max(at_least_units), racks.max(2), pods);
-        // In one rack: the fewest units any one rack can do it with.
-        let one_rack = one_rack.map(|u| self.penalty(job, u.max(at_least_units), 1, 1));
+        // In one rack: the fewest units any one rack can do it with, where a rack has that
+        // many units.
+        let one_rack = one_rack
+            .filter(|_| at_least_units <= self.most_units_in_a_rack)
+            .map(|u| self.penalty(job, u.max(at_least_units), 1, 1));
         Some((spread_out, one_rack))
     }
 

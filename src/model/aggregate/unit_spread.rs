@@ -24,7 +24,14 @@
 //! ```
 //!
 //! when that is positive: a placement's spread is at least both its floor and its units'
-//! charge. The charge is one side of the class's largest charge beyond its floors (with
+//! charge. Where one unit holds the gang (u = 1), each type's kappa (g / U_t - u) is taken at
+//! 0 at least: a placement with g_t of its GPUs on the types P whose coefficient is
+//! positive and the rest on others spans at least sum_{t in P} g_t / U_t + 1 units where it
+//! uses another type, and sum_{t in P} g_t / U_t >= 1 units where it uses none, so its extra
+//! units are at least sum_{t in P} (g_t / g) (g / U_t - 1) either way; a placement's share of
+//! the charge is then at most kappa times its extra units, less F. (Not so for u >= 2: a
+//! type whose units hold g / u GPUs or more may hold the gang's rest in fewer units than its
+//! share of u.) The charge is one side of the class's largest charge beyond its floors (with
 //! [`super::compact`]'s and [`super::victim_spread`]'s), so nothing is counted twice. It is
 //! added only where some type's coefficient is positive.
 
@@ -58,7 +65,14 @@ pub fn charge(
     let coefficient = |t: usize| {
         let mask = (0..ntypes).map(|s| s == t).collect();
         let unit = f64::from(topo.unit_capacity_on(inst, mask, job.gpus_per_node));
-        kappa * (g / unit - fewest) - most_floor
+        let units_charge = kappa * (g / unit - fewest);
+        // A gang one unit holds: a type whose units hold it adds no negative part.
+        let units_charge = if fewest == 1.0 {
+            units_charge.max(0.0)
+        } else {
+            units_charge
+        };
+        units_charge - most_floor
     };
     let terms: Vec<(f64, Variable)> = xs.iter().map(|&(t, x)| (coefficient(t), x)).collect();
     if terms.iter().all(|&(c, _)| c <= 1e-9) {
