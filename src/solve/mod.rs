@@ -299,6 +299,9 @@ fn solve_both(
         }
         (Ok(e), Err(f)) => Ok(SolverPlan {
             bound: lower(e.bound, f.bound()),
+            // The per-node model started from the greedy plan: where the aggregated path ran
+            // out of time, that start, and so the plan, depends on the machine's speed.
+            time_limit_hit: e.time_limit_hit || f.time_limit_hit(),
             ..e
         }),
         (Err(f), Ok(a)) => Ok(SolverPlan {

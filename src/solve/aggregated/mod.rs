@@ -112,6 +112,8 @@ pub fn finish(
     let improved = super::neighbourhood::improve(inst, topo, backend, budget, start);
     let (objective, assignment) = (improved.objective, improved.plan);
     if objective <= greedy.objective + TOLERANCE {
+        // A search cut short may have missed what beats the greedy plan on a faster machine.
+        answered.time_limit_hit |= improved.cut_short;
         return Err(Fallback::NoBetterThanGreedy(answered));
     }
     // The aggregate's bound proves the plan within the gap only when the gap says so.

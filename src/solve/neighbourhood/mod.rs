@@ -93,16 +93,22 @@ pub fn improve(
                 break 'passes;
             };
             let base = best.plan.clone();
-            let answers: Vec<Option<(cut::Cut, Assignment, bool)>> = batch
+            // Per neighbourhood: no cut, or the cut and the solver's answer (`None`: none in
+            // its time, which depends on the machine's speed as a time limit does).
+            let answers: Vec<Option<(cut::Cut, Option<(Assignment, bool)>)>> = batch
                 .par_iter()
                 .map(|&g| {
                     let candidates = choose::candidates(inst, &base, &groups[g], &order);
                     let cut = cut::cut(inst, &base, &groups[g], &candidates)?;
-                    let (inner, hit) = solve_cut(&cut, backend, time_limit, inst.policy.seed)?;
-                    Some((cut, inner, hit))
+                    let answer = solve_cut(&cut, backend, time_limit, inst.policy.seed);
+                    Some((cut, answer))
                 })
                 .collect();
-            for (cut, inner, hit) in answers.into_iter().flatten() {
+            for (cut, answer) in answers.into_iter().flatten() {
+                let Some((inner, hit)) = answer else {
+                    best.cut_short = true;
+                    continue;
+                };
                 best.solved += 1;
                 best.cut_short |= hit;
                 let kept = best.kept;
