@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 /// Times a second-stage pass is run again with the chosen jobs it left waiting moved to the
 /// front (the first always; the others while a pass still fits before the swap-out's end).
 const PROMOTE_ROUNDS: usize = 3;
+/// The second stage places each order again with the jobs free to preempt more only where
+/// this many greedy passes' time is left before the passes' deadline.
+const EXTRA_PASSES_ROOM: u32 = 2;
 /// Rounds of the swap-out search after the second stage.
 const SWAP_ROUNDS: usize = 8;
 /// Most-spread gangs tried in each round of the swap-out search.
@@ -34,6 +37,9 @@ pub struct Choice {
     /// The spread floors of the chosen jobs, as the model charged them.
     pub spread_floors: f64,
 }
+
+/// One placement pass over a sequence of pending jobs.
+type Pass<'a> = dyn Fn(&[usize]) -> Assignment + Sync + 'a;
 
 /// A second-stage plan: objective, assignment, the sequence that produced it, and the index
 /// of the order it started from (ties go to the earlier).
@@ -57,11 +63,33 @@ pub fn second_stage(
     // (chosen jobs come first), so a loaded machine costs plan quality, not the deadline.
     let until = Some(budget.work_until());
     let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims, until);
+    // The model's victims are its LP's, rounded: a chosen job may need others. Each order is
+    // placed again with the jobs free to preempt more where that pays (value above the
+    // victims' cost).
+    let margin = inst.policy.preemption.then_some(0.0);
+    let pass_preempting =
+        |seq: &[usize]| greedy_sequence(inst, topo, seq, margin, &choice.victims, until);
     // A choice placed early stands where no pass fits any more; where one does, the passes
     // run (their first order repeats it and goes further).
     let plans = match early {
         Some(plan) if !Budget::pass_fits(greedy_took, budget.passes_until()) => vec![plan],
-        _ => placement_passes(inst, topo, chosen, &order, &pass, budget, greedy_took),
+        _ => {
+            // Only where the passes fit twice over (four on two cores): on the largest rounds
+            // the phases after them need the time (100k GPUs, tight CPU: -2% when they ran).
+            let fits = Budget::pass_fits(greedy_took * EXTRA_PASSES_ROOM, budget.passes_until());
+            let preempting = margin
+                .filter(|_| fits)
+                .map(|_| &pass_preempting as &Pass<'_>);
+            placement_passes(
+                inst,
+                topo,
+                chosen,
+                &order,
+                (&pass, preempting),
+                budget,
+                greedy_took,
+            )
+        }
     };
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),
@@ -143,15 +171,20 @@ fn placement_passes(
     topo: &Topology,
     chosen: &BTreeSet<usize>,
     order: &[usize],
-    pass: &(dyn Fn(&[usize]) -> Assignment + Sync),
+    (pass, preempting): (&Pass<'_>, Option<&Pass<'_>>),
     budget: &Budget,
     greedy_took: Duration,
 ) -> Vec<StagePlan> {
     let sequences = most_constrained_first(inst, topo).map(|o| chosen_then_rest(chosen, &o, order));
-    let mut plans: Vec<StagePlan> = sequences
+    // Each order with the model's victims only, and again with more where that pays.
+    let mut runs: Vec<(&Vec<usize>, &Pass<'_>)> = sequences.iter().map(|s| (s, pass)).collect();
+    if let Some(p) = preempting {
+        runs.extend(sequences.iter().map(|s| (s, p)));
+    }
+    let mut plans: Vec<StagePlan> = runs
         .par_iter()
         .enumerate()
-        .map(|(i, sequence)| {
+        .map(|(i, &(sequence, pass))| {
             let scored = |seq: &[usize]| {
                 let a = pass(seq);
                 (evaluate(inst, topo, &a).total(), a)

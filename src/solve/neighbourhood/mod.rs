@@ -93,9 +93,7 @@ pub fn improve(
                 break 'passes;
             };
             let base = best.plan.clone();
-            // Per neighbourhood: no cut, or the cut and the solver's answer (`None`: none in
-            // its time, which depends on the machine's speed as a time limit does).
-            let answers: Vec<Option<(cut::Cut, Option<(Assignment, bool)>)>> = batch
+            let answers: Vec<Option<CutAnswer>> = batch
                 .par_iter()
                 .map(|&g| {
                     let candidates = choose::candidates(inst, &base, &groups[g], &order);
@@ -140,6 +138,11 @@ pub fn improve(
     );
     best
 }
+
+/// A neighbourhood's cut and the solver's answer: its plan and whether it stopped at its time
+/// limit, `None` when it gave none in its time (which depends on the machine's speed as a
+/// time limit does).
+type CutAnswer = (cut::Cut, Option<(Assignment, bool)>);
 
 /// Solve a cut exactly from its current plan; its plan in the cut's indices and whether the
 /// solver stopped at its time limit, or `None` when the solver failed (the cut is then left as
