@@ -168,59 +168,59 @@ fn gang_on_more_nodes_pays_the_extra_node_in_the_bound() {
     assert_eq!(gang.map(|g| g.len()), Some(3), "the gang spans three nodes");
 }
 
+/// The golden round `name`'s aggregated plan and bound against its exact optimum `optimum`:
+/// the bound is valid and at most `at_most` (`why`: what a looser bound misses); returns the
+/// aggregated plan's objective.
+fn bound_at_most(name: &str, optimum: f64, at_most: f64, why: &str) -> f64 {
+    let lib = ModelLibrary::builtin();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("instances/golden/{name}.yaml"));
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
+    let bound = agg.bound.expect("the aggregated model reports a bound");
+    assert!(
+        (exact.objective - optimum).abs() < 1e-6,
+        "{}",
+        exact.objective
+    );
+    assert!(
+        bound >= exact.objective - 1e-6,
+        "{name}: bound {bound} below the optimum"
+    );
+    assert!(bound <= at_most + 1e-6, "{name}: bound {bound}: {why}");
+    agg.objective
+}
+
 /// Three 16-GPU gangs, each of which alone sits on two whole nodes of one rack, over racks
 /// of three, three and one whole nodes: the rack rows let two of them in a rack at no spread,
 /// so the bound charges the third its cheapest way out (a third node, 1.6) and falls from
 /// 48 (every gang at its own floor) to 46.4; the optimum is 44.8.
 #[test]
 fn gangs_on_their_fewest_nodes_compete_for_a_racks_whole_nodes() {
-    let lib = ModelLibrary::builtin();
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/rack-blocks.yaml");
-    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
-    let topo = Arc::new(Topology::new(&inst));
-    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
-    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
-    let bound = agg.bound.expect("the aggregated model reports a bound");
-    assert!((exact.objective - 44.8).abs() < 1e-6, "{}", exact.objective);
-    assert!(
-        bound >= exact.objective - 1e-6,
-        "bound {bound} below the optimum"
-    );
-    assert!(
-        bound <= 46.4 + 1e-6,
-        "bound {bound}: the racks' whole nodes are not counted"
+    bound_at_most(
+        "rack-blocks",
+        44.8,
+        46.4,
+        "the racks' whole nodes are not counted",
     );
 }
 
 /// Two 16-GPU gangs over two rack-scale NVLink domains of GB200 trays with 20 and 12 free
 /// GPUs: each alone sits inside the first domain at no spread, but only that domain holds one,
 /// so the unit rows charge the second gang its way across two domains and two racks (4.8):
-/// the bound falls from 32 (both at their floors) to the optimum, 27.2.
+/// the bound falls from 32 (both at their floors) to the optimum, 27.2, which the aggregated
+/// plan reaches.
 #[test]
 fn gangs_inside_one_nvlink_domain_compete_for_its_room() {
-    let lib = ModelLibrary::builtin();
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/unit-blocks.yaml");
-    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
-    let topo = Arc::new(Topology::new(&inst));
-    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
-    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
-    let bound = agg.bound.expect("the aggregated model reports a bound");
-    assert!((exact.objective - 27.2).abs() < 1e-6, "{}", exact.objective);
-    assert!(
-        (agg.objective - exact.objective).abs() < 1e-6,
-        "{}",
-        agg.objective
+    let plan = bound_at_most(
+        "unit-blocks",
+        27.2,
+        27.2,
+        "the domains' room is not counted",
     );
-    assert!(
-        bound >= exact.objective - 1e-6,
-        "bound {bound} below the optimum"
-    );
-    assert!(
-        bound <= 27.2 + 1e-6,
-        "bound {bound}: the domains' room is not counted"
-    );
+    assert!((plan - 27.2).abs() < 1e-6, "{plan}");
 }
 
 /// A fixed-shape gang (8 GPUs on every node it uses) in a rack whose free GPUs would hold it
