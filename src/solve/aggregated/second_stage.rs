@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// front (the first always; the others while a pass still fits before the swap-out's end).
 const PROMOTE_ROUNDS: usize = 3;
 /// The second stage places each order again with the jobs free to preempt more only where
-/// this many greedy passes' time is left before the passes' deadline.
+/// this many greedy passes' time is left before the work deadline.
 const EXTRA_PASSES_ROOM: u32 = 2;
 /// Rounds of the swap-out search after the second stage.
 const SWAP_ROUNDS: usize = 8;
@@ -74,9 +74,10 @@ pub fn second_stage(
     let plans = match early {
         Some(plan) if !Budget::pass_fits(greedy_took, budget.passes_until()) => vec![plan],
         _ => {
-            // Only where the passes fit twice over (four on two cores): on the largest rounds
-            // the phases after them need the time (100k GPUs, tight CPU: -2% when they ran).
-            let fits = Budget::pass_fits(greedy_took * EXTRA_PASSES_ROOM, budget.passes_until());
+            // Only where the passes fit twice over (four on two cores) before the work
+            // deadline: on the largest rounds the phases after them need the time (100k GPUs,
+            // tight CPU: -2% when they ran regardless).
+            let fits = Budget::pass_fits(greedy_took * EXTRA_PASSES_ROOM, budget.work_until());
             let preempting = margin
                 .filter(|_| fits)
                 .map(|_| &pass_preempting as &Pass<'_>);
