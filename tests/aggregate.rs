@@ -96,6 +96,24 @@ fn aggregated_bound_covers_the_exact_optimum() {
     );
 }
 
+/// The golden round `name` solved by the aggregated model and by the exact per-node model.
+fn golden_both_ways(
+    name: &str,
+) -> (
+    Arc<gangplan::instance::Instance>,
+    gangplan::solve::SolveOutcome,
+    gangplan::solve::SolveOutcome,
+) {
+    let lib = ModelLibrary::builtin();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("instances/golden/{name}.yaml"));
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
+    (inst, agg, exact)
+}
+
 /// Solve a golden scenario with the aggregated model and check that its bound proves the plan
 /// optimal (`why`: what would be missing from the model if it did not).
 fn aggregated_bound_proves_optimal(
@@ -105,19 +123,13 @@ fn aggregated_bound_proves_optimal(
     Arc<gangplan::instance::Instance>,
     gangplan::solve::SolveOutcome,
 ) {
-    let lib = ModelLibrary::builtin();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("instances/golden/{name}.yaml"));
-    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
-    let topo = Arc::new(Topology::new(&inst));
-    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
+    let (inst, agg, exact) = golden_both_ways(name);
     let bound = agg.bound.expect("the aggregated model reports a bound");
     assert!(
         bound <= agg.objective + 1e-6,
         "{name}: bound {bound} above the plan's {}: {why}",
         agg.objective
     );
-    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
     assert!(
         (agg.objective - exact.objective).abs() <= 1e-6,
         "{name}: aggregated plan {} but the exact optimum is {}",
@@ -172,13 +184,7 @@ fn gang_on_more_nodes_pays_the_extra_node_in_the_bound() {
 /// the bound is valid and at most `at_most` (`why`: what a looser bound misses); returns the
 /// aggregated plan's objective.
 fn bound_at_most(name: &str, optimum: f64, at_most: f64, why: &str) -> f64 {
-    let lib = ModelLibrary::builtin();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("instances/golden/{name}.yaml"));
-    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
-    let topo = Arc::new(Topology::new(&inst));
-    let agg = solve(&inst, &topo, &opts(&inst, Formulation::Aggregated));
-    let exact = solve(&inst, &topo, &opts(&inst, Formulation::PerNode));
+    let (_, agg, exact) = golden_both_ways(name);
     let bound = agg.bound.expect("the aggregated model reports a bound");
     assert!(
         (exact.objective - optimum).abs() < 1e-6,

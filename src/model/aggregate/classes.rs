@@ -270,14 +270,25 @@ fn gpu_class(
     // What the class's jobs off their fewest nodes (off one unit) pay beyond their floors.
     let mut off_fewest = Expression::from(0.0);
     let mut off_unit = Expression::from(0.0);
-    let mut beyond_unit: Option<f64> = None;
+    let ntypes = topo.type_names.len();
+    let in_units: Vec<bool> = (0..ntypes)
+        .map(|t| {
+            mask[t]
+                && milli.is_none()
+                && unit_blocks::holds(inst, topo, &demand.multi_node, t, *gpus, *gpn)
+        })
+        .collect();
+    // delta_c: what the class's gangs off one unit pay beyond their floors (none for one-node
+    // jobs, always inside one).
+    let beyond_unit = (!*one_node && in_units.contains(&true))
+        .then(|| compact::least_extra(inst, members, spread_floor, |f, job| f.of_spanning(job, 2)));
     let eq = inst.pending[members[0]].gpu_equivalent();
     demand.tenant_starts[inst.pending[members[0]].tenant].push((eq, n_c));
     let mut sum_x = Expression::from(0.0);
     let mut on_fewest = Expression::from(0.0);
     let mut xs = Vec::new();
     let one_type = mask.iter().filter(|&&m| m).count() == 1;
-    for t in (0..topo.type_names.len()).filter(|&t| mask[t]) {
+    for t in (0..ntypes).filter(|&t| mask[t]) {
         let def = variable().min(0).max(members.len() as f64);
         let x_integer = *one_node || one_type;
         let x = m.problem.add(if x_integer { int(def) } else { def });
@@ -302,7 +313,7 @@ fn gpu_class(
                 level *= 2;
             }
         }
-        if milli.is_none() && unit_blocks::holds(inst, topo, &demand.multi_node, t, *gpus, *gpn) {
+        if in_units[t] {
             let on = unit_blocks::OnType {
                 t,
                 gpus: *gpus,
@@ -310,14 +321,8 @@ fn gpu_class(
                 x,
                 integer: x_integer && integer,
             };
-            let mut delta = || {
-                *beyond_unit.get_or_insert_with(|| {
-                    compact::least_extra(inst, members, spread_floor, |f, job| {
-                        f.of_spanning(job, 2)
-                    })
-                })
-            };
-            off_unit += unit_blocks::add_on_type(on, &mut delta, &mut demand.unit_rows, m);
+            let delta = beyond_unit.unwrap_or(0.0);
+            off_unit += unit_blocks::add_on_type(on, delta, &mut demand.unit_rows, m);
         }
         add_slot_entries(key, t, x, &mut demand.level_rows);
     }

@@ -67,14 +67,9 @@ pub struct OnType {
 }
 
 /// Enter a class's jobs on one type into the rows: one-node jobs as they are, gangs through
-/// w_ct <= x_ct; returns the charge of the gangs off one unit, delta_c (x_ct - w_ct) (0 for
-/// one-node jobs; `delta`: delta_c, worked out on first use).
-pub fn add_on_type(
-    on: OnType,
-    delta: &mut dyn FnMut() -> f64,
-    rows: &mut UnitRows,
-    m: &mut MipModel,
-) -> Expression {
+/// w_ct <= x_ct; returns the charge of the gangs off one unit, `delta` (x_ct - w_ct) (0 for
+/// one-node jobs).
+pub fn add_on_type(on: OnType, delta: f64, rows: &mut UnitRows, m: &mut MipModel) -> Expression {
     if on.one_node {
         add_user(rows, on.t, on.gpus, Expression::from(on.x));
         return Expression::from(0.0);
@@ -83,7 +78,7 @@ pub fn add_on_type(
     let w = m.problem.add(if on.integer { def.integer() } else { def });
     m.constraints.push((w - on.x).leq(0.0));
     add_user(rows, on.t, on.gpus, Expression::from(w));
-    delta() * (on.x - w)
+    delta * (on.x - w)
 }
 
 /// Add the rows (`node_offers`: each type's nodes).

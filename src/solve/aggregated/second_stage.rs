@@ -62,13 +62,14 @@ pub fn second_stage(
     // A pass still under way at the work deadline leaves the jobs it did not reach waiting
     // (chosen jobs come first), so a loaded machine costs plan quality, not the deadline.
     let until = Some(budget.work_until());
-    let pass = |seq: &[usize]| greedy_sequence(inst, topo, seq, None, &choice.victims, until);
+    let pass_with = |margin: Option<f64>| {
+        move |seq: &[usize]| greedy_sequence(inst, topo, seq, margin, &choice.victims, until)
+    };
+    let pass = pass_with(None);
     // The model's victims are its LP's, rounded: a chosen job may need others. Each order is
     // placed again with the jobs free to preempt more where that pays (value above the
     // victims' cost).
-    let margin = inst.policy.preemption.then_some(0.0);
-    let pass_preempting =
-        |seq: &[usize]| greedy_sequence(inst, topo, seq, margin, &choice.victims, until);
+    let pass_preempting = pass_with(Some(0.0));
     // A choice placed early stands where no pass fits any more; where one does, the passes
     // run (their first order repeats it and goes further).
     let plans = match early {
@@ -78,9 +79,8 @@ pub fn second_stage(
             // deadline: on the largest rounds the phases after them need the time (100k GPUs,
             // tight CPU: -2% when they ran regardless).
             let fits = Budget::pass_fits(greedy_took * EXTRA_PASSES_ROOM, budget.work_until());
-            let preempting = margin
-                .filter(|_| fits)
-                .map(|_| &pass_preempting as &Pass<'_>);
+            let preempting =
+                (inst.policy.preemption && fits).then_some(&pass_preempting as &Pass<'_>);
             placement_passes(
                 inst,
                 topo,
