@@ -86,4 +86,5 @@ pub mod move_score;
 pub mod placement;
 pub mod random;
 pub mod relocate;
+pub mod repack;
 pub mod trade;

@@ -1,19 +1,25 @@
 //! What a local move on a finished plan changes of the objective, counted on what the move
 //! touched: the value and spread of the jobs it moved, started or left waiting, the fairness
-//! term (tenants' GPUs held), and the packing penalty of the nodes whose occupancy it changed:
+//! term (tenants' GPUs held), and the packing penalty and, on rounds with a task distribution,
+//! the priced fragmentation of the nodes whose occupancy it changed:
 //!
 //! ```text
 //! score(jobs, nodes) = sum_{j in jobs, placed} (value(j) - spread(j)) - fairness(held)
-//!                      - sum_{n in nodes} packing(n)
+//!                      - sum_{n in nodes} (packing(n) + frag_cost F_n)
 //! delta(move)        = score after - score before, over the same jobs and nodes
 //! ```
 //!
-//! Every other term of the objective is the same before and after such a move, so the delta
-//! is the change of [`crate::objective::evaluate`]'s total. Used by [`super::relocate`] and
-//! [`super::trade`].
+//! (F_n: FGD's fragmentation of node n as it is, [`crate::objective::fragmentation_cost`];
+//! its value before the round cancels in the delta.) Every other term of the objective is the
+//! same before and after such a move, so the delta is the change of
+//! [`crate::objective::evaluate`]'s total. Used by [`super::relocate`], [`super::trade`] and
+//! [`super::repack`].
 
 use crate::instance::{Instance, NodeIx};
-use crate::objective::{fair_shares, fairness_penalty, job_spread, job_value, node_packing};
+use super::placement::free::node_free;
+use crate::objective::{
+    fair_shares, fairness_penalty, job_spread, job_value, node_packing, FRAG_COST_PER_MILLI,
+};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -58,18 +64,22 @@ impl<'s> MoveScore<'s> {
             }
         }
         for &n in nodes {
-            s -= self.packing(state, n);
+            s -= self.node_cost(state, n);
         }
         s
     }
 
-    /// Node n's packing penalty in `state`.
-    pub fn packing(&self, state: &RoundState, n: NodeIx) -> f64 {
-        node_packing(
+    /// Node n's packing penalty and priced fragmentation in `state`.
+    pub fn node_cost(&self, state: &RoundState, n: NodeIx) -> f64 {
+        let packing = node_packing(
             self.inst.packing_weights(),
             self.inst.nodes[n].usable(),
             self.busy_before[n],
             state.busy[n],
-        )
+        );
+        let fragmentation = self.inst.task_dist.as_deref().map_or(0.0, |dist| {
+            FRAG_COST_PER_MILLI * dist.frag_cached(&node_free(state, n, i64::MIN))
+        });
+        packing + fragmentation
     }
 }

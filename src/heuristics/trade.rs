@@ -237,14 +237,14 @@ impl Trader<'_> {
         }
         let mut jobs = added.clone();
         // Other nodes are as before the trade until x lands there.
-        let mut packing_before = 0.0;
+        let mut costs_before = 0.0;
         if let Some(x) = out {
             jobs.push(x);
             let again = mv.quota_allows(&self.inst.pending[x]);
             if let Some(gpus) = again.then(|| find_placement(&mv, self.topo, x)).flatten() {
                 for &e in gpus.keys() {
                     if !nodes.contains(&e) {
-                        packing_before += self.score.packing(&mv, e);
+                        costs_before += self.score.node_cost(&mv, e);
                         nodes.insert(e);
                     }
                 }
@@ -252,7 +252,7 @@ impl Trader<'_> {
             }
         }
         let after = self.score.score(&mv, &nodes, &jobs);
-        if after <= before - packing_before + TOLERANCE {
+        if after <= before - costs_before + TOLERANCE {
             return None;
         }
         let left_waiting = out.filter(|x| !mv.assignment.placed.contains_key(x));

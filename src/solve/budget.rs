@@ -74,6 +74,10 @@ const EARLY_PLACEMENT_MARGIN: f64 = 0.05;
 /// and ends within its quarter).
 const RELOCATION_SHARE: f64 = 0.25;
 
+/// Share of the time left before the work deadline that repacking ([`Budget::repack_until`],
+/// [`crate::heuristics::repack`]) may take; the neighbourhood search after it keeps the rest.
+const REPACK_SHARE: f64 = 0.5;
+
 /// Longest HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few
 /// small ones and at most [`crate::solve::neighbourhood`]'s candidate count): such cuts solve
 /// to optimality in milliseconds to tens of milliseconds; the cap keeps one hard cut from
@@ -239,11 +243,22 @@ impl Budget {
     /// [`Budget::work_until`], so that the trades and the neighbourhood search after them
     /// keep the rest.
     pub fn relocation_until(&self) -> Instant {
+        self.share_of_what_is_left(RELOCATION_SHARE)
+    }
+
+    /// When repacking started now stops: [`REPACK_SHARE`] of what is left before
+    /// [`Budget::work_until`].
+    pub fn repack_until(&self) -> Instant {
+        self.share_of_what_is_left(REPACK_SHARE)
+    }
+
+    /// Now plus `share` of the time left before [`Budget::work_until`].
+    fn share_of_what_is_left(&self, share: f64) -> Instant {
         let now = Instant::now();
         now + self
             .work_until()
             .saturating_duration_since(now)
-            .mul_f64(RELOCATION_SHARE)
+            .mul_f64(share)
     }
 
     /// HiGHS's time limit for one neighbourhood re-solve started now, seconds: 0.8 of what is

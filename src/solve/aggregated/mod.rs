@@ -18,6 +18,7 @@ use super::{
     Answered, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend, Solver, SolverPlan,
 };
 use crate::assignment::Assignment;
+use crate::heuristics::repack::repack;
 use crate::heuristics::trade::trade;
 use crate::instance::Instance;
 use crate::objective::evaluate;
@@ -109,11 +110,14 @@ pub fn finish(
     let Some((start, incumbent)) = best_traded(inst, topo, budget, greedy, placed) else {
         return Err(Fallback::NoTimeToPlace(answered));
     };
+    let (start, repack_cut_short) = repacked(inst, topo, budget, start);
     let improved = super::neighbourhood::improve(inst, topo, backend, budget, start);
     let (objective, assignment) = (improved.objective, improved.plan);
+    // A search cut short returns a plan that depends on the machine's speed, and may have
+    // missed what beats the greedy plan on a faster machine.
+    let cut_short = repack_cut_short || improved.cut_short;
     if objective <= greedy.objective + TOLERANCE {
-        // A search cut short may have missed what beats the greedy plan on a faster machine.
-        answered.time_limit_hit |= improved.cut_short;
+        answered.time_limit_hit |= cut_short;
         return Err(Fallback::NoBetterThanGreedy(answered));
     }
     // The aggregate's bound proves the plan within the gap only when the gap says so.
@@ -122,8 +126,7 @@ pub fn finish(
         objective,
         bound: answered.bound,
         solved: true,
-        // A search that ran out of time returns a plan that depends on the machine's speed.
-        time_limit_hit: answered.time_limit_hit || improved.cut_short,
+        time_limit_hit: answered.time_limit_hit || cut_short,
         note: Some("large round: aggregated model, jobs placed by best fit".to_string()),
         incumbent: Some(incumbent),
     })
@@ -156,6 +159,32 @@ fn traded(
         (after_objective, after)
     } else {
         (objective, plan)
+    }
+}
+
+/// `plan` after repacking ([`repack`]) until [`Budget::repack_until`], when it raises its
+/// objective; and whether the deadline cut the repacking short.
+fn repacked(
+    inst: &Instance,
+    topo: &Topology,
+    budget: &Budget,
+    (objective, plan): (f64, Assignment),
+) -> ((f64, Assignment), bool) {
+    let started = Instant::now();
+    let (after, done) = repack(inst, topo, &plan, budget.repack_until());
+    let after_objective = evaluate(inst, topo, &after).total();
+    tracing::debug!(
+        seconds = started.elapsed().as_secs_f64(),
+        tried = done.tried,
+        kept = done.kept,
+        cut_short = done.cut_short,
+        objective = after_objective,
+        "repacking done"
+    );
+    if after_objective > objective + TOLERANCE {
+        ((after_objective, after), done.cut_short)
+    } else {
+        ((objective, plan), done.cut_short)
     }
 }
 

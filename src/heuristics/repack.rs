@@ -1,0 +1,371 @@
+//! Repacking: ruin and recreate on a finished plan, for rounds where CPU, memory or GPU
+//! shapes make the packing of a few nodes decide how many jobs start.
+//!
+//! A plan built job by job can leave a node's GPUs idle because the CPU or memory left there
+//! suits no waiting job, while another arrangement of the same nodes would start more: on the
+//! 48-node tight-cpu round of seed 2 (77 pending), the optimum starts every job of the
+//! aggregated path's plan and seven more, with nearly every job on other nodes. Trades
+//! ([`super::trade`]) move one job at a time and cannot reach it. A repack move:
+//!
+//! 1. **ruins** a region: a node drawn at random (most often one with idle GPUs, else one on
+//!    which the plan starts a job: a more valuable waiting job may take its place) and 1 to
+//!    [`MOST_PARTNERS`] nodes of its GPU type on which the plan starts jobs (most of them
+//!    from its rack); every job the plan starts there is released (a gang wholly, wherever
+//!    its other GPUs are);
+//! 2. **recreates**: the released jobs and up to [`MOST_WAITING`] waiting jobs that fit the
+//!    region's type and room are placed again one by one by the greedy's placement search
+//!    (anywhere in the cluster), in one of three orders drawn at random (largest first, value
+//!    per GPU, or lightest on the region's scarcest resource first), each job's key scaled by
+//!    a random factor in [1 - [`NOISE`], 1 + [`NOISE`]];
+//! 3. is **kept** when the objective does not fall (an arrangement of equal worth is kept
+//!    too, so that the search walks across plateaus), the change counted exactly on what the
+//!    move touched ([`super::move_score`]), and undone exactly otherwise (a
+//!    [`crate::round_state::Transaction`]).
+//!
+//! The moves are drawn from a generator seeded by the policy's `seed`, so the same round gives
+//! the same plan; the search stops after [`MOST_MOVES`] moves, after [`MOST_FRUITLESS`] moves
+//! in a row that raised nothing, or at its deadline (then the plan depends on the machine's
+//! speed, and the caller says so). Victims whose GPUs no job takes in the end are released at
+//! the close ([`super::greedy::keep_needed_victims`]).
+
+use super::greedy::{greedy_order, keep_needed_victims, Order};
+use super::move_score::MoveScore;
+use super::placement::find_placement;
+use crate::assignment::Assignment;
+use crate::instance::{Instance, NodeIx, PendingJob};
+use crate::objective::value_per_gpu;
+use crate::round_state::{RoundState, Transaction};
+use crate::state::ClusterState;
+use crate::topology::Topology;
+use crate::units::TOLERANCE;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+/// Moves tried at most. (On the 48-node rounds of tight-cpu, skewed-resources, sharers and
+/// mixed-types, 77 pending, and their 125-node rounds, 400 pending, seeds 1-4, 1 s: 3,000
+/// moves with 1,000 fruitless gave plans 0.2% lower on average than 20,000 with 3,000, which
+/// took 0.2-0.3 s at 48 nodes; these limits lie between.)
+pub const MOST_MOVES: usize = 10_000;
+
+/// Moves in a row that raised nothing (undone, or kept sideways) after which the search
+/// stops.
+pub const MOST_FRUITLESS: usize = 1500;
+
+/// Nodes a region holds besides its idle node, at most.
+pub const MOST_PARTNERS: usize = 4;
+
+/// Waiting jobs a move tries to start, at most.
+pub const MOST_WAITING: usize = 48;
+
+/// Share of a region's partners drawn from its idle node's rack (the rest from any rack).
+const SAME_RACK: f64 = 0.75;
+
+/// Share of regions drawn around a node with idle GPUs, where there is one (the others
+/// around any node on which the plan starts a job: a more valuable job may take its place).
+const IDLE_SEED: f64 = 0.75;
+
+/// Relative noise on the recreate order's keys.
+const NOISE: f64 = 0.25;
+
+/// What the search did.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Repacked {
+    /// Moves tried.
+    pub tried: usize,
+    /// Moves kept that raised the objective.
+    pub kept: usize,
+    /// Moves kept that left the objective as it was (another arrangement of equal worth).
+    pub sideways: usize,
+    /// Whether the deadline ended the search.
+    pub cut_short: bool,
+}
+
+/// Improve `plan` by ruin-and-recreate moves until `until` (see the module's doc). Returns a
+/// plan whose objective is at least `plan`'s, and what the search did.
+pub fn repack(
+    inst: &Instance,
+    topo: &Topology,
+    plan: &Assignment,
+    until: Instant,
+) -> (Assignment, Repacked) {
+    let before = ClusterState::new(inst);
+    let mut state = RoundState::with_plan(inst, &before, plan);
+    let packer = Packer {
+        inst,
+        topo,
+        score: MoveScore::new(inst, topo, &before),
+        per_gpu: inst.pending.iter().map(|j| value_per_gpu(inst, j)).collect(),
+        order: greedy_order(inst, Order::ValuePerGpu),
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(inst.policy.seed);
+    let mut done = Repacked::default();
+    let mut fruitless = 0;
+    while done.tried < MOST_MOVES && fruitless < MOST_FRUITLESS {
+        if Instant::now() >= until {
+            done.cut_short = true;
+            break;
+        }
+        let Some(region) = packer.region(&state, &mut rng) else {
+            break;
+        };
+        done.tried += 1;
+        let outcome = if region.is_empty() {
+            Outcome::Undone
+        } else {
+            packer.try_move(&mut state, &region, &mut rng)
+        };
+        match outcome {
+            Outcome::Better => {
+                done.kept += 1;
+                fruitless = 0;
+            }
+            Outcome::Sideways => {
+                done.sideways += 1;
+                fruitless += 1;
+            }
+            Outcome::Undone => fruitless += 1,
+        }
+    }
+    if done.kept + done.sideways == 0 || !keep_needed_victims(&mut state, &plan.preempted).is_empty() {
+        // Nothing kept, or the moves took away the work that outranked a victim (SPEC rule 5).
+        return (plan.clone(), Repacked { kept: 0, ..done });
+    }
+    (state.assignment, done)
+}
+
+/// What became of a move.
+enum Outcome {
+    /// Kept: the objective rose.
+    Better,
+    /// Kept: the objective stayed as it was.
+    Sideways,
+    /// Undone: the objective would have fallen.
+    Undone,
+}
+
+/// What drawing, ruining and recreating a region needs.
+struct Packer<'s> {
+    inst: &'s Instance,
+    topo: &'s Topology,
+    score: MoveScore<'s>,
+    per_gpu: Vec<f64>,
+    /// Pending jobs in the greedy's value-per-GPU order.
+    order: Vec<usize>,
+}
+
+/// The orders a recreate may place its jobs in.
+#[derive(Clone, Copy)]
+enum Recreate {
+    /// Most GPUs first, then value per GPU.
+    LargestFirst,
+    /// Value per GPU.
+    ValuePerGpu,
+    /// Value per share of the region's scarcest resource the job takes.
+    Lightest,
+}
+
+impl Packer<'_> {
+    /// A region to ruin: a node drawn at random ([`IDLE_SEED`]), and partners of its type
+    /// holding jobs the plan starts; empty when the node drawn has no partner and starts no
+    /// job itself. `None` when no node has idle GPUs or starts a job.
+    fn region(&self, state: &RoundState, rng: &mut ChaCha8Rng) -> Option<Vec<NodeIx>> {
+        let idle: Vec<NodeIx> = (0..self.inst.nodes.len())
+            .filter(|&n| state.free[n] + state.freed[n].len() as u32 > 0)
+            .collect();
+        let started = nodes_starting_jobs(state);
+        let busy: Vec<NodeIx> = started.iter().copied().collect();
+        let seed = if !idle.is_empty() && rng.gen_bool(IDLE_SEED) {
+            *idle.choose(rng)?
+        } else {
+            *busy.choose(rng).or(idle.choose(rng))?
+        };
+        let t = state.node_type[seed];
+        let holding: Vec<NodeIx> = started
+            .iter()
+            .copied()
+            .filter(|&n| n != seed && state.node_type[n] == t)
+            .collect();
+        let rack = self.inst.nodes[seed].rack;
+        let near: Vec<NodeIx> = holding
+            .iter()
+            .copied()
+            .filter(|&n| self.inst.nodes[n].rack == rack)
+            .collect();
+        let mut region = vec![seed];
+        for _ in 0..rng.gen_range(1..=MOST_PARTNERS) {
+            let from = if !near.is_empty() && rng.gen_bool(SAME_RACK) {
+                &near
+            } else {
+                &holding
+            };
+            if let Some(&n) = from.choose(rng) {
+                if !region.contains(&n) {
+                    region.push(n);
+                }
+            }
+        }
+        if region.len() == 1 && !started.contains(&seed) {
+            region.clear();
+        }
+        Some(region)
+    }
+
+    /// Ruin `region`, recreate it, and keep the result when the objective rises.
+    fn try_move(&self, state: &mut RoundState, region: &[NodeIx], rng: &mut ChaCha8Rng) -> Outcome {
+        let released: Vec<usize> = state
+            .assignment
+            .placed
+            .iter()
+            .filter(|(_, gpus)| gpus.keys().any(|n| region.contains(n)))
+            .map(|(&j, _)| j)
+            .collect();
+        let mut nodes: BTreeSet<NodeIx> = region.iter().copied().collect();
+        for j in &released {
+            nodes.extend(state.assignment.placed[j].keys().copied());
+        }
+        let before = self.score.score(state, &nodes, &released);
+        let mut mv = state.transaction();
+        for &j in &released {
+            mv.release(j);
+        }
+        let mut jobs = released.clone();
+        jobs.extend(self.waiting_for(&mv, region, &released, rng));
+        let order = match rng.gen_range(0..3) {
+            0 => Recreate::LargestFirst,
+            1 => Recreate::ValuePerGpu,
+            _ => Recreate::Lightest,
+        };
+        self.sort(&mut jobs, order, &mv, region, rng);
+        let mut costs_before = 0.0;
+        for &j in &jobs {
+            if !mv.quota_allows(&self.inst.pending[j]) {
+                continue;
+            }
+            let Some(gpus) = find_placement(&mv, self.topo, j) else {
+                continue;
+            };
+            for &e in gpus.keys() {
+                if nodes.insert(e) {
+                    costs_before += self.score.node_cost(&mv, e);
+                }
+            }
+            mv.commit(j, gpus);
+        }
+        let after = self.score.score(&mv, &nodes, &jobs);
+        let outcome = if after > before - costs_before + TOLERANCE {
+            Outcome::Better
+        } else if after >= before - costs_before - TOLERANCE {
+            Outcome::Sideways
+        } else {
+            return Outcome::Undone;
+        };
+        mv.keep();
+        outcome
+    }
+
+    /// Waiting jobs the recreate tries besides the `released` ones: in value-per-GPU order,
+    /// each passed over with probability a half past the first [`MOST_WAITING`] / 2, those
+    /// that accept the region's type and ask at most its free GPUs, up to [`MOST_WAITING`].
+    fn waiting_for(
+        &self,
+        mv: &Transaction,
+        region: &[NodeIx],
+        released: &[usize],
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<usize> {
+        let t = mv.node_type[region[0]];
+        let room: u32 = region
+            .iter()
+            .map(|&n| mv.free[n] + mv.freed[n].len() as u32)
+            .sum();
+        let mut out = Vec::new();
+        for &j in &self.order {
+            if out.len() >= MOST_WAITING {
+                break;
+            }
+            let job = &self.inst.pending[j];
+            if mv.assignment.placed.contains_key(&j)
+                || released.contains(&j)
+                || job.gpus > room
+                || !self.topo.type_mask(job)[t]
+            {
+                continue;
+            }
+            if out.len() < MOST_WAITING / 2 || rng.gen_bool(0.5) {
+                out.push(j);
+            }
+        }
+        out
+    }
+
+    /// Sort `jobs` for the recreate in `order`, each key scaled by random noise.
+    fn sort(
+        &self,
+        jobs: &mut [usize],
+        order: Recreate,
+        mv: &Transaction,
+        region: &[NodeIx],
+        rng: &mut ChaCha8Rng,
+    ) {
+        let room = RegionRoom::of(mv, region);
+        let mut keyed: Vec<(f64, u32, usize)> = jobs
+            .iter()
+            .map(|&j| {
+                let job = &self.inst.pending[j];
+                let noise = 1.0 + rng.gen_range(-NOISE..=NOISE);
+                let (key, size) = match order {
+                    Recreate::LargestFirst => (self.per_gpu[j] * noise, job.gpus),
+                    Recreate::ValuePerGpu => (self.per_gpu[j] * noise, 0),
+                    Recreate::Lightest => (self.score.value[j] / room.share(job) * noise, 0),
+                };
+                (key, size, j)
+            })
+            .collect();
+        keyed.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.total_cmp(&a.0)).then(a.2.cmp(&b.2)));
+        for (slot, (_, _, j)) in jobs.iter_mut().zip(keyed) {
+            *slot = j;
+        }
+    }
+}
+
+/// The nodes on which the plan starts a job (whole GPUs, a share, or a CPU-only job).
+fn nodes_starting_jobs(state: &RoundState) -> BTreeSet<NodeIx> {
+    state
+        .assignment
+        .placed
+        .values()
+        .flat_map(|gpus| gpus.keys().copied())
+        .collect()
+}
+
+/// A region's free GPUs, CPU and memory, summed (a node without a CPU or memory size counts
+/// as having none of that resource to share out).
+struct RegionRoom {
+    gpus: f64,
+    cpu: f64,
+    mem: f64,
+}
+
+impl RegionRoom {
+    fn of(mv: &Transaction, region: &[NodeIx]) -> Self {
+        let sum = |f: &dyn Fn(NodeIx) -> f64| region.iter().map(|&n| f(n)).sum::<f64>();
+        RegionRoom {
+            gpus: sum(&|n| (mv.free[n] + mv.freed[n].len() as u32) as f64),
+            cpu: sum(&|n| mv.cpu_free[n].unwrap_or(0).max(0) as f64),
+            mem: sum(&|n| mv.mem_free[n].unwrap_or(0).max(0) as f64),
+        }
+    }
+
+    /// The largest share of the region's room the job takes of one resource (at least a
+    /// small positive number, so that keys stay finite).
+    fn share(&self, job: &PendingJob) -> f64 {
+        let of = |need: f64, room: f64| if room > 0.0 { need / room } else { 0.0 };
+        of(job.gpus as f64, self.gpus)
+            .max(of(job.cpu_milli as f64, self.cpu))
+            .max(of(job.memory_mib as f64, self.mem))
+            .max(1e-6)
+    }
+}
