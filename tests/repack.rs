@@ -43,9 +43,12 @@ pending:
     let topo = Topology::new(&inst);
     let (n1, n2) = (node(&inst, "n1"), node(&inst, "n2"));
     let mut plan = Assignment::default();
-    plan.placed.insert(job(&inst, "a"), GpuSet::from([(n1, vec![0])]));
-    plan.placed.insert(job(&inst, "b"), GpuSet::from([(n1, vec![1])]));
-    plan.placed.insert(job(&inst, "c"), GpuSet::from([(n2, vec![0])]));
+    plan.placed
+        .insert(job(&inst, "a"), GpuSet::from([(n1, vec![0])]));
+    plan.placed
+        .insert(job(&inst, "b"), GpuSet::from([(n1, vec![1])]));
+    plan.placed
+        .insert(job(&inst, "c"), GpuSet::from([(n2, vec![0])]));
     let (traded, kept) = trade(&inst, &topo, &plan, later());
     assert_eq!(kept, 0, "a trade reached it: {traded:?}");
     let (after, done) = repack(&inst, &topo, &plan, later());
@@ -105,5 +108,8 @@ fn repacking_raises_traded_plans_of_generated_resource_bound_rounds() {
         }
     }
     eprintln!("repacking raised {raised} of {rounds} traded plans");
-    assert!(raised >= 3 * rounds / 4, "repacking raised {raised} of {rounds}");
+    assert!(
+        raised >= 3 * rounds / 4,
+        "repacking raised {raised} of {rounds}"
+    );
 }

@@ -15,8 +15,8 @@
 //! [`crate::objective::evaluate`]'s total. Used by [`super::relocate`], [`super::trade`] and
 //! [`super::repack`].
 
-use crate::instance::{Instance, NodeIx};
 use super::placement::free::node_free;
+use crate::instance::{Instance, NodeIx};
 use crate::objective::{
     fair_shares, fairness_penalty, job_spread, job_value, node_packing, FRAG_COST_PER_MILLI,
 };

@@ -97,7 +97,11 @@ pub fn repack(
         inst,
         topo,
         score: MoveScore::new(inst, topo, &before),
-        per_gpu: inst.pending.iter().map(|j| value_per_gpu(inst, j)).collect(),
+        per_gpu: inst
+            .pending
+            .iter()
+            .map(|j| value_per_gpu(inst, j))
+            .collect(),
         order: greedy_order(inst, Order::ValuePerGpu),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(inst.policy.seed);
@@ -129,7 +133,9 @@ pub fn repack(
             Outcome::Undone => fruitless += 1,
         }
     }
-    if done.kept + done.sideways == 0 || !keep_needed_victims(&mut state, &plan.preempted).is_empty() {
+    if done.kept + done.sideways == 0
+        || !keep_needed_victims(&mut state, &plan.preempted).is_empty()
+    {
         // Nothing kept, or the moves took away the work that outranked a victim (SPEC rule 5).
         return (plan.clone(), Repacked { kept: 0, ..done });
     }
