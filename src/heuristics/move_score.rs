@@ -18,7 +18,8 @@
 use super::placement::free::node_free;
 use crate::instance::{Instance, NodeIx};
 use crate::objective::{
-    fair_shares, fairness_penalty, job_spread, job_value, node_packing, FRAG_COST_PER_MILLI,
+    fair_shares, fairness_penalty, job_spread, job_value, node_packing, value_per_gpu,
+    FRAG_COST_PER_MILLI,
 };
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
@@ -33,6 +34,8 @@ pub struct MoveScore<'s> {
     busy_before: Vec<u32>,
     /// Value of each pending job.
     pub value: Vec<f64>,
+    /// Value per GPU of each pending job ([`value_per_gpu`]).
+    pub per_gpu: Vec<f64>,
 }
 
 impl<'s> MoveScore<'s> {
@@ -46,6 +49,11 @@ impl<'s> MoveScore<'s> {
                 .map(|n| before.node_busy_count(n))
                 .collect(),
             value: inst.pending.iter().map(|j| job_value(inst, j)).collect(),
+            per_gpu: inst
+                .pending
+                .iter()
+                .map(|j| value_per_gpu(inst, j))
+                .collect(),
         }
     }
 

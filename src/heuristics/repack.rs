@@ -33,7 +33,6 @@ use super::move_score::MoveScore;
 use super::placement::find_placement;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
-use crate::objective::value_per_gpu;
 use crate::round_state::{RoundState, Transaction};
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -97,11 +96,6 @@ pub fn repack(
         inst,
         topo,
         score: MoveScore::new(inst, topo, &before),
-        per_gpu: inst
-            .pending
-            .iter()
-            .map(|j| value_per_gpu(inst, j))
-            .collect(),
         order: greedy_order(inst, Order::ValuePerGpu),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(inst.policy.seed);
@@ -157,7 +151,6 @@ struct Packer<'s> {
     inst: &'s Instance,
     topo: &'s Topology,
     score: MoveScore<'s>,
-    per_gpu: Vec<f64>,
     /// Pending jobs in the greedy's value-per-GPU order.
     order: Vec<usize>,
 }
@@ -323,8 +316,8 @@ impl Packer<'_> {
                 let job = &self.inst.pending[j];
                 let noise = 1.0 + rng.gen_range(-NOISE..=NOISE);
                 let (key, size) = match order {
-                    Recreate::LargestFirst => (self.per_gpu[j] * noise, job.gpus),
-                    Recreate::ValuePerGpu => (self.per_gpu[j] * noise, 0),
+                    Recreate::LargestFirst => (self.score.per_gpu[j] * noise, job.gpus),
+                    Recreate::ValuePerGpu => (self.score.per_gpu[j] * noise, 0),
                     Recreate::Lightest => (self.score.value[j] / room.share(job) * noise, 0),
                 };
                 (key, size, j)

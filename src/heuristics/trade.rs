@@ -24,7 +24,6 @@ use super::move_score::MoveScore;
 use super::placement::find_placement;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
-use crate::objective::value_per_gpu;
 use crate::round_state::{RoundState, Transaction};
 use crate::state::ClusterState;
 use crate::topology::Topology;
@@ -57,11 +56,6 @@ pub fn trade(
         inst,
         topo,
         score: MoveScore::new(inst, topo, &before),
-        per_gpu: inst
-            .pending
-            .iter()
-            .map(|j| value_per_gpu(inst, j))
-            .collect(),
         waiting: BTreeMap::new(),
     };
     trader.wait_all((0..inst.pending.len()).filter(|j| !plan.placed.contains_key(j)));
@@ -122,7 +116,6 @@ struct Trader<'s> {
     inst: &'s Instance,
     topo: &'s Topology,
     score: MoveScore<'s>,
-    per_gpu: Vec<f64>,
     /// The waiting jobs that could sit whole on one node, by shape (a job leaves its list
     /// when a kept trade starts it; those a trade under way started are skipped).
     waiting: BTreeMap<Shape, Vec<usize>>,
@@ -137,7 +130,9 @@ impl Trader<'_> {
 
     /// The order within a shape's list: value per GPU, best first, then index.
     fn rank(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        self.per_gpu[b].total_cmp(&self.per_gpu[a]).then(a.cmp(&b))
+        self.score.per_gpu[b]
+            .total_cmp(&self.score.per_gpu[a])
+            .then(a.cmp(&b))
     }
 
     /// List the waiting jobs `jobs` (those [`Trader::listed`]), each list sorted once.
@@ -295,7 +290,7 @@ impl Trader<'_> {
                 continue;
             };
             let key = match order {
-                FillOrder::ValuePerGpu => self.per_gpu[j],
+                FillOrder::ValuePerGpu => self.score.per_gpu[j],
                 FillOrder::ValuePerRoom => {
                     self.score.value[j] / room_share(state, n, &self.inst.pending[j]).max(1e-9)
                 }
