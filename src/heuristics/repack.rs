@@ -97,6 +97,7 @@ pub fn repack(
         topo,
         score: MoveScore::new(inst, topo, &before),
         order: greedy_order(inst, Order::ValuePerGpu),
+        accepts: inst.pending.iter().map(|j| topo.type_mask(j)).collect(),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(inst.policy.seed);
     let mut done = Repacked::default();
@@ -153,6 +154,8 @@ struct Packer<'s> {
     score: MoveScore<'s>,
     /// Pending jobs in the greedy's value-per-GPU order.
     order: Vec<usize>,
+    /// Per pending job, whether it accepts each GPU type (by type id).
+    accepts: Vec<Vec<bool>>,
 }
 
 /// The orders a recreate may place its jobs in.
@@ -289,7 +292,7 @@ impl Packer<'_> {
             if mv.assignment.placed.contains_key(&j)
                 || released.contains(&j)
                 || job.gpus > room
-                || !self.topo.type_mask(job)[t]
+                || !self.accepts[j][t]
             {
                 continue;
             }

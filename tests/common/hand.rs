@@ -19,3 +19,8 @@ pub fn job(inst: &Instance, id: &str) -> usize {
 pub fn node(inst: &Instance, name: &str) -> usize {
     inst.nodes.iter().position(|n| n.name == name).unwrap()
 }
+
+/// The round a YAML (or JSON) text describes, or why it is refused.
+pub fn instance_result(text: &str) -> gangplan::Result<Instance> {
+    parse_instance(text, "test", &ModelLibrary::builtin())
+}
