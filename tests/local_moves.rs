@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{family_round, small_round, LOCAL_MOVE_FAMILIES};
+use common::{family_round, later, small_round, LOCAL_MOVE_FAMILIES};
 use gangplan::assignment::Assignment;
 use gangplan::heuristics::greedy::portfolio;
 use gangplan::heuristics::relocate::relocate;
@@ -16,11 +16,6 @@ use gangplan::objective::evaluate;
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
 use gangplan::topology::Topology;
 use proptest::prelude::*;
-use std::time::{Duration, Instant};
-
-fn later() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
 
 /// Whether `after` is a valid plan of the round whose objective is at least `before`'s.
 fn no_worse(

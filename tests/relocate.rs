@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::later;
+
 use common::hand::{instance, job, node};
 use common::small_round;
 use gangplan::assignment::{Assignment, GpuSet};
@@ -18,17 +20,12 @@ use gangplan::round_state::RoundState;
 use gangplan::state::ClusterState;
 use gangplan::topology::Topology;
 use proptest::prelude::*;
-use std::time::{Duration, Instant};
 
 fn on(inst: &Instance, pieces: &[(&str, &[u32])]) -> GpuSet {
     pieces
         .iter()
         .map(|(n, idx)| (node(inst, n), idx.to_vec()))
         .collect()
-}
-
-fn later() -> Instant {
-    Instant::now() + Duration::from_secs(60)
 }
 
 /// Three 8-GPU nodes, all busy with this round's jobs: the gang split 4 + 4 over n1 and n2

@@ -6,7 +6,7 @@
 mod common;
 
 use common::hand::{instance, job, node};
-use common::{family_round, small_round};
+use common::{family_round, later, small_round};
 use gangplan::assignment::{Assignment, GpuSet};
 use gangplan::gen::Family;
 use gangplan::heuristics::greedy::portfolio;
@@ -14,11 +14,6 @@ use gangplan::heuristics::repack::repack;
 use gangplan::heuristics::trade::trade;
 use gangplan::objective::evaluate;
 use gangplan::topology::Topology;
-use std::time::{Duration, Instant};
-
-fn later() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
 
 /// Two nodes of 2 GPUs and 10 CPUs. The plan: a and b (3 CPUs each) on n1, c (7 CPUs) on n2,
 /// whose second GPU is left with 3 CPUs; d (7 CPUs) waits. All four fit only as {a, c} and

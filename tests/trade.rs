@@ -6,7 +6,7 @@
 mod common;
 
 use common::hand::{instance, job, node};
-use common::{family_round, small_round};
+use common::{family_round, later, small_round};
 use gangplan::assignment::{Assignment, GpuSet};
 use gangplan::gen::Family;
 use gangplan::heuristics::greedy::portfolio;
@@ -14,11 +14,6 @@ use gangplan::heuristics::trade::trade;
 use gangplan::instance::Instance;
 use gangplan::objective::{evaluate, job_spread};
 use gangplan::topology::Topology;
-use std::time::{Duration, Instant};
-
-fn later() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
 
 /// The nodes job `id` holds GPUs on, by name.
 fn nodes_of(inst: &Instance, plan: &Assignment, id: &str) -> Vec<String> {

@@ -215,7 +215,7 @@ impl Packer<'_> {
         Some(region)
     }
 
-    /// Ruin `region`, recreate it, and keep the result when the objective rises.
+    /// Ruin `region`, recreate it, and keep the result when the objective does not fall.
     fn try_move(&self, state: &mut RoundState, region: &[NodeIx], rng: &mut ChaCha8Rng) -> Outcome {
         let released: Vec<usize> = state
             .assignment
@@ -233,14 +233,15 @@ impl Packer<'_> {
         for &j in &released {
             mv.release(j);
         }
+        let room = RegionRoom::of(&mv, region);
         let mut jobs = released.clone();
-        jobs.extend(self.waiting_for(&mv, region, &released, rng));
+        jobs.extend(self.waiting_for(&mv, mv.node_type[region[0]], &room, &released, rng));
         let order = match rng.gen_range(0..3) {
             0 => Recreate::LargestFirst,
             1 => Recreate::ValuePerGpu,
             _ => Recreate::Lightest,
         };
-        self.sort(&mut jobs, order, &mv, region, rng);
+        self.sort(&mut jobs, order, &room, rng);
         let mut costs_before = 0.0;
         for &j in &jobs {
             if !mv.quota_allows(&self.inst.pending[j]) {
@@ -270,19 +271,15 @@ impl Packer<'_> {
 
     /// Waiting jobs the recreate tries besides the `released` ones: in value-per-GPU order,
     /// each passed over with probability a half past the first [`MOST_WAITING`] / 2, those
-    /// that accept the region's type and ask at most its free GPUs, up to [`MOST_WAITING`].
+    /// that accept the region's type t and ask at most its free GPUs, up to [`MOST_WAITING`].
     fn waiting_for(
         &self,
         mv: &Transaction,
-        region: &[NodeIx],
+        t: usize,
+        room: &RegionRoom,
         released: &[usize],
         rng: &mut ChaCha8Rng,
     ) -> Vec<usize> {
-        let t = mv.node_type[region[0]];
-        let room: u32 = region
-            .iter()
-            .map(|&n| mv.free[n] + mv.freed[n].len() as u32)
-            .sum();
         let mut out = Vec::new();
         for &j in &self.order {
             if out.len() >= MOST_WAITING {
@@ -291,7 +288,7 @@ impl Packer<'_> {
             let job = &self.inst.pending[j];
             if mv.assignment.placed.contains_key(&j)
                 || released.contains(&j)
-                || job.gpus > room
+                || job.gpus as f64 > room.gpus
                 || !self.accepts[j][t]
             {
                 continue;
@@ -303,16 +300,9 @@ impl Packer<'_> {
         out
     }
 
-    /// Sort `jobs` for the recreate in `order`, each key scaled by random noise.
-    fn sort(
-        &self,
-        jobs: &mut [usize],
-        order: Recreate,
-        mv: &Transaction,
-        region: &[NodeIx],
-        rng: &mut ChaCha8Rng,
-    ) {
-        let room = RegionRoom::of(mv, region);
+    /// Sort `jobs` for the recreate in `order` (`room`: the region's, emptied), each key
+    /// scaled by random noise.
+    fn sort(&self, jobs: &mut [usize], order: Recreate, room: &RegionRoom, rng: &mut ChaCha8Rng) {
         let mut keyed: Vec<(f64, u32, usize)> = jobs
             .iter()
             .map(|&j| {
@@ -343,8 +333,8 @@ fn nodes_starting_jobs(state: &RoundState) -> BTreeSet<NodeIx> {
         .collect()
 }
 
-/// A region's free GPUs, CPU and memory, summed (a node without a CPU or memory size counts
-/// as having none of that resource to share out).
+/// A region's free GPUs (whole, and freed by victims), CPU and memory, summed (a node without
+/// a CPU or memory size counts as having none of that resource to share out).
 struct RegionRoom {
     gpus: f64,
     cpu: f64,

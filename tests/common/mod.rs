@@ -8,6 +8,7 @@ pub mod plans;
 use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::{validate::validate, Instance};
+use std::time::{Duration, Instant};
 
 /// A small generated round: racks of 4 nodes, pods of 2 racks, a 5 s limit.
 pub fn small_round(nodes: usize, pending: usize, seed: u64, busy: f64, sharers: f64) -> GenParams {
@@ -37,4 +38,9 @@ pub const LOCAL_MOVE_FAMILIES: [Family; 4] = [
 pub fn family_round(params: GenParams, family: Family) -> Instance {
     let lib = ModelLibrary::builtin();
     validate(&generate(&GenParams { family, ..params }), &lib).unwrap()
+}
+
+/// A deadline a minute away: local moves on small rounds end long before it.
+pub fn later() -> Instant {
+    Instant::now() + Duration::from_secs(60)
 }
