@@ -205,6 +205,14 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "artifact_score_without_dist.yaml",
+        &[
+            "policy.artifact_score",
+            "is set without policy.task_distribution",
+            "leave the field out",
+        ],
+    ),
+    (
         "task_dist_zero_gpus.yaml",
         &[
             "policy.task_distribution[0].gpus",

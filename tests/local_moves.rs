@@ -11,11 +11,13 @@ use gangplan::heuristics::greedy::portfolio;
 use gangplan::heuristics::relocate::relocate;
 use gangplan::heuristics::repack::repack;
 use gangplan::heuristics::trade::trade;
+use gangplan::instance::task_dist::{TaskDist, TaskType};
 use gangplan::instance::Instance;
 use gangplan::objective::evaluate;
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
 use gangplan::topology::Topology;
 use proptest::prelude::*;
+use std::sync::Arc;
 
 /// Whether `after` is a valid plan of the round whose objective is at least `before`'s.
 fn no_worse(
@@ -47,13 +49,19 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Rounds of the default family, CPU and memory tight, binding quotas, or every feature
-    /// at once (reservations included).
+    /// at once (reservations included), with or without a task distribution.
     #[test]
     fn local_moves_never_lower_the_objective_nor_break_the_plan(
         nodes in 2usize..24, pending in 1usize..60, seed in 0u64..10_000, busy in 0.0f64..0.9,
-        sharers in 0.0f64..0.3, family in 0usize..4,
+        sharers in 0.0f64..0.3, family in 0usize..4, with_dist in any::<bool>(),
     ) {
-        let inst = family_round(small_round(nodes, pending, seed, busy, sharers), LOCAL_MOVE_FAMILIES[family]);
+        let mut inst = family_round(small_round(nodes, pending, seed, busy, sharers), LOCAL_MOVE_FAMILIES[family]);
+        if with_dist {
+            // The round's own jobs as its task distribution: fragmentation-aware placement,
+            // and repacking that recreates on the ruined nodes only.
+            let dist = TaskDist::from_types(inst.pending.iter().map(TaskType::of));
+            inst.task_dist = Some(Arc::new(dist));
+        }
         let topo = Topology::new(&inst);
         let greedy = portfolio(&inst, &topo, None);
         let (traded, _) = trade(&inst, &topo, &greedy, later());

@@ -584,12 +584,14 @@ fn fgd_scores_like_the_artifact_and_measures_against_its_typical_pods() {
 }
 
 /// `simulate --dump-rounds`: every round's instance is written, and each one reads back as a
-/// valid instance that `solve` plans the way the replay's planner saw it.
+/// valid instance that `solve` plans the way the replay's planner saw it: with the run's task
+/// distribution and the artifact's tie seed (`--artifact-score`).
 #[test]
 fn dumped_rounds_are_valid_instances() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = SimConfig {
         dump_rounds: Some(dir.path().to_path_buf()),
+        planner_artifact_score: true,
         ..fill_cfg(42)
     };
     let report = run(&openb(), PlannerName::Greedy, &cfg);
@@ -609,6 +611,11 @@ fn dumped_rounds_are_valid_instances() {
         let inst = gangplan::instance::load_instance_file(f, &lib)
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(!inst.nodes.is_empty());
+        let dist = inst.task_dist.as_ref().unwrap_or_else(|| {
+            panic!("{}: the run's task distribution is missing", f.display())
+        });
+        assert!(!dist.types.is_empty());
+        assert_eq!(dist.artifact_ties, Some(42), "{}", f.display());
     }
 }
 

@@ -221,6 +221,12 @@ pub struct RawPolicy {
     /// chooses a node for a one-node job (absent: best fit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_distribution: Option<Vec<RawTaskType>>,
+    /// Extension: score one-node placements against the task distribution as the FGD
+    /// artifact does (an integer score, ties to the first node of a random node order drawn
+    /// from this seed); needs `task_distribution`. Written into the rounds `simulate
+    /// --artifact-score --dump-rounds` cuts, so that they plan as in the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_score: Option<u64>,
 }
 
 /// One task type of `policy.task_distribution`: what one task asks of one node, and its share

@@ -12,7 +12,9 @@
 //! the greedy then places one-node jobs where F_n(M) grows least. The FGD baseline measures
 //! against the same kind of distribution.
 
+use super::raw::{GpuTypes, RawTaskType};
 use super::PendingJob;
+use crate::units::MILLI_PER_GPU;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -145,6 +147,22 @@ impl TaskDist {
         let sum: f64 = types.iter().map(|t| t.1).sum();
         let scale = if sum > 0.0 { 1.0 / sum } else { 0.0 };
         TaskDist::new(types.into_iter().map(|(t, p)| (t, p * scale)).collect())
+    }
+
+    /// The distribution as `policy.task_distribution` writes it (the artifact's tie seed is
+    /// `policy.artifact_score`, not part of the list).
+    pub fn raw_types(&self) -> Vec<RawTaskType> {
+        self.types
+            .iter()
+            .map(|(t, share)| RawTaskType {
+                gpus: u64::from(t.gpus),
+                gpu_milli: (t.milli_per_gpu < MILLI_PER_GPU).then_some(u64::from(t.milli_per_gpu)),
+                cpu_milli: Some(t.cpu_milli),
+                memory_mib: Some(t.memory_mib),
+                gpu_type: t.gpu_types.clone().map(GpuTypes::Many),
+                share: *share,
+            })
+            .collect()
     }
 
     /// F_n(M) for a node's free view, memoised across calls (and rounds) on this distribution.

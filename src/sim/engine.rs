@@ -378,7 +378,7 @@ impl<'a> Sim<'a> {
             .filter(|_| !pending.is_empty())
         {
             let file = dir.join(format!("round-{:05}.json", self.rounds));
-            let text = serde_json::to_vec(&raw).expect("an instance serialises");
+            let text = serde_json::to_vec(&self.as_planned(&raw)).expect("an instance serialises");
             crate::fsutil::write_atomic(&file, &text)?;
         }
         let mut inst = validate(&raw, self.lib).map_err(|issues| Error::Input {
@@ -390,6 +390,22 @@ impl<'a> Sim<'a> {
             inst.task_dist = Some(Arc::clone(&self.planner_dist));
         }
         Ok(inst)
+    }
+
+    /// A round's instance as the planner sees it: with the task distribution (and the
+    /// artifact's tie seed) the run sets on the validated instance.
+    fn as_planned(&self, raw: &RawInstance) -> RawInstance {
+        let mut raw = raw.clone();
+        let takes_dist = matches!(self.planner.name(), PlannerName::Greedy | PlannerName::Ilp);
+        if let Some(policy) = raw
+            .policy
+            .as_mut()
+            .filter(|_| self.cfg.planner_task_dist && takes_dist)
+        {
+            policy.task_distribution = Some(self.planner_dist.raw_types());
+            policy.artifact_score = self.planner_dist.artifact_ties;
+        }
+        raw
     }
 
     fn plan(

@@ -4,6 +4,7 @@
 //! left as full, the one left nearest its own CPU and memory per GPU, then the lowest index; a
 //! sharer to the shared GPU it leaves fullest, else a fresh GPU on such a node.
 
+use super::nodes::Nodes;
 use crate::assignment::GpuSet;
 use crate::instance::{NodeIx, PendingJob};
 use crate::round_state::RoundState;
@@ -84,6 +85,34 @@ pub fn single_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Optio
     best.map(|(_, _, _, _, n)| n)
 }
 
+/// [`single_node`] among a few listed nodes: the same key, every listed node looked at.
+pub fn single_node_among(
+    state: &RoundState,
+    mask: &[bool],
+    job: &PendingJob,
+    nodes: &[NodeIx],
+) -> Option<NodeIx> {
+    let g = job.gpus;
+    nodes
+        .iter()
+        .copied()
+        .filter(|&n| mask.get(state.node_type[n]).copied().unwrap_or(false))
+        .filter_map(|n| {
+            let avail = state.avail_count(n, job.priority);
+            (avail >= g && state.fits_resources(n, job, g)).then(|| {
+                (
+                    !state.node_in_use(n),
+                    state.stranded_after(n, job, g, avail),
+                    avail - g,
+                    state.imbalance_after(n, job, g, avail),
+                    n,
+                )
+            })
+        })
+        .min()
+        .map(|key| key.4)
+}
+
 /// The GPU for a sharer: a GPU already shared, the one left fullest (least milli left after)
 /// without leaving a sliver, on a node in use first; else a fresh free GPU on the best-fit node
 /// in use (its highest free index, so low indices stay together for gangs). A sliver is room
@@ -135,6 +164,46 @@ pub fn sharer(state: &RoundState, topo: &Topology, job: &PendingJob) -> Option<G
     Some(GpuSet::from([(n, vec![g])]))
 }
 
+/// [`sharer`] among a few listed nodes: the same rule, every GPU of the listed nodes looked at.
+pub fn sharer_among(
+    state: &RoundState,
+    topo: &Topology,
+    job: &PendingJob,
+    nodes: &[NodeIx],
+) -> Option<GpuSet> {
+    let m = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
+    let mask = topo.type_mask(job);
+    let open: Vec<NodeIx> = nodes
+        .iter()
+        .copied()
+        .filter(|&n| mask[topo.node_type[n]] && state.fits_resources(n, job, 1))
+        .collect();
+    let sliver = |left: u32| left > 0 && left < state.least_sharer_milli;
+    let shared = open
+        .iter()
+        .flat_map(|&n| (0..state.inst.nodes[n].gpus).map(move |g| (n, g)))
+        .filter(|&(n, g)| state.is_shared(n, g))
+        .filter_map(|(n, g)| {
+            let left = state
+                .shareable_milli(n, g, job.priority)
+                .filter(|&l| l >= m)?;
+            Some((sliver(left - m), left - m, !state.node_in_use(n), n, g))
+        })
+        .min();
+    if let Some((_, _, _, n, g)) = shared {
+        return Some(GpuSet::from([(n, vec![g])]));
+    }
+    let (_, _, n) = open
+        .iter()
+        .filter(|&&n| state.free[n] > 0)
+        .map(|&n| (!state.node_in_use(n), state.free[n], n))
+        .min()?;
+    let g = (0..state.inst.nodes[n].gpus)
+        .rev()
+        .find(|&g| state.whole_gpu(n, g, i64::MIN) == Some(true))?;
+    Some(GpuSet::from([(n, vec![g])]))
+}
+
 /// The node whose free GPU a sharer opens: in use before empty, then the fewest free GPUs,
 /// then the lowest index, among nodes of an accepted type with CPU and memory for it; per GPU
 /// type through the round state's index.
@@ -160,8 +229,9 @@ fn fresh_gpu_node(state: &RoundState, mask: &[bool], job: &PendingJob) -> Option
 }
 
 /// The node for a CPU-only job: in use before empty, least CPU left, lowest index.
-pub fn cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
-    (0..state.inst.nodes.len())
+pub fn cpu_only(state: &RoundState, job: &PendingJob, nodes: Nodes) -> Option<GpuSet> {
+    nodes
+        .iter(state.inst.nodes.len())
         .filter(|&n| state.fits_resources(n, job, 0))
         .min_by_key(|&n| {
             (
@@ -175,7 +245,7 @@ pub fn cpu_only(state: &RoundState, job: &PendingJob) -> Option<GpuSet> {
 
 #[cfg(test)]
 mod tests {
-    use super::{sharer, single_node};
+    use super::{sharer, sharer_among, single_node, single_node_among};
     use crate::assignment::GpuSet;
     use crate::gen::{generate, GenParams};
     use crate::hardware::ModelLibrary;
@@ -209,6 +279,61 @@ pending:
         // The heavy job strands n1's other GPU there; the light one strands nothing anywhere.
         assert_eq!(single_node(&state, &mask, &inst.pending[0]), Some(1));
         assert_eq!(single_node(&state, &mask, &inst.pending[1]), Some(0));
+    }
+
+    /// The best-fit key [`single_node_among`] ranks node n by, for a job of g GPUs.
+    fn fit_key(state: &RoundState, j: usize, n: NodeIx) -> (bool, u32, u32, u64) {
+        let job = &state.inst.pending[j];
+        let avail = state.avail_count(n, job.priority);
+        (
+            !state.node_in_use(n),
+            state.stranded_after(n, job, job.gpus, avail),
+            avail - job.gpus,
+            state.imbalance_after(n, job, job.gpus, avail),
+        )
+    }
+
+    #[test]
+    fn a_one_node_gang_on_listed_nodes_takes_the_best_key_among_them() {
+        let mut compared = 0;
+        for seed in 0..6 {
+            let params = GenParams {
+                nodes: 16,
+                pending: 40,
+                seed,
+                busy: 0.5,
+                ..GenParams::default()
+            };
+            let inst = validate(&generate(&params), &ModelLibrary::builtin()).unwrap();
+            let topo = Topology::new(&inst);
+            let before = ClusterState::new(&inst);
+            let mut state = RoundState::new(&inst, &before);
+            let every: Vec<NodeIx> = (0..inst.nodes.len()).collect();
+            let odd: Vec<NodeIx> = every.iter().copied().filter(|n| n % 2 == 1).collect();
+            for (j, job) in inst.pending.iter().enumerate() {
+                let mask = topo.type_mask(job);
+                let indexed = single_node(&state, &mask, job);
+                let scanned = single_node_among(&state, &mask, job, &every);
+                // The scan looks at every node, the index at a few per class: never worse.
+                assert_eq!(scanned.is_some(), indexed.is_some(), "seed {seed}, job {j}");
+                if let (Some(a), Some(b)) = (scanned, indexed) {
+                    assert!(
+                        fit_key(&state, j, a) <= fit_key(&state, j, b),
+                        "seed {seed}, job {j}"
+                    );
+                    compared += 1;
+                }
+                if let Some(n) = single_node_among(&state, &mask, job, &odd) {
+                    assert_eq!(n % 2, 1, "seed {seed}, job {j}: a node not listed");
+                }
+                if let Some(n) = indexed {
+                    if let Some(set) = state.pick_indices(j, &[(n, job.gpus)]) {
+                        state.commit(j, set);
+                    }
+                }
+            }
+        }
+        assert!(compared > 40, "only {compared} one-node choices compared");
     }
 
     /// The sharer's GPU by looking at every shared GPU: the one left fullest without a sliver
@@ -264,6 +389,12 @@ pending:
                 }
             }
             let got = sharer(&state, &topo, &inst.pending[j]);
+            let every: Vec<NodeIx> = (0..inst.nodes.len()).collect();
+            assert_eq!(
+                sharer_among(&state, &topo, &inst.pending[j], &every),
+                got,
+                "seed {seed}, job {j}: the scan of every node chose otherwise"
+            );
             if let Some((n, g)) = sharer_by_scan(&state, &topo, j) {
                 assert_eq!(
                     got,

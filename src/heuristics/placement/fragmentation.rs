@@ -16,6 +16,7 @@
 //! ([`crate::model::fragmentation`]).
 
 use super::free::node_free;
+use super::nodes::Nodes;
 use crate::assignment::GpuSet;
 use crate::instance::task_dist::{artifact_rank, artifact_score, NodeFree, TaskDist};
 use crate::instance::{NodeIx, PendingJob};
@@ -87,13 +88,14 @@ pub fn single_node(
     mask: &[bool],
     job: &PendingJob,
     dist: &TaskDist,
+    nodes: Nodes,
 ) -> Option<NodeIx> {
     let g = job.gpus;
     let cpu = resource_share(job.cpu_milli, g, g);
     let mem = resource_share(job.memory_mib, g, g);
     let full = vec![MILLI_PER_GPU; g as usize];
     let mut best: Best<(bool, u32, NodeIx), NodeIx> = None;
-    for n in 0..state.inst.nodes.len() {
+    for n in nodes.iter(state.inst.nodes.len()) {
         if !mask.get(state.node_type[n]).copied().unwrap_or(false) {
             continue;
         }
@@ -123,6 +125,7 @@ pub fn sharer(
     mask: &[bool],
     job: &PendingJob,
     dist: &TaskDist,
+    nodes: Nodes,
 ) -> Option<GpuSet> {
     let m = job.gpu_milli.unwrap_or(MILLI_PER_GPU);
     // Tie key: (fresh, milli left on the GPU, node empty, free GPUs on the node, node, GPU
@@ -130,7 +133,8 @@ pub fn sharer(
     type Key = (bool, u32, bool, u32, NodeIx, u32);
     let mut best: Best<Key, (NodeIx, u32)> = None;
     let mut deltas: Vec<(u32, f64)> = Vec::new();
-    for (n, node) in state.inst.nodes.iter().enumerate() {
+    for n in nodes.iter(state.inst.nodes.len()) {
+        let node = &state.inst.nodes[n];
         if !mask.get(state.node_type[n]).copied().unwrap_or(false)
             || !state.fits_resources(n, job, 1)
         {
@@ -169,9 +173,14 @@ pub fn sharer(
 
 /// The node for a CPU-only job: least growth of fragmentation, then in use before empty,
 /// least CPU left, lowest index.
-pub fn cpu_only(state: &RoundState, job: &PendingJob, dist: &TaskDist) -> Option<GpuSet> {
+pub fn cpu_only(
+    state: &RoundState,
+    job: &PendingJob,
+    dist: &TaskDist,
+    nodes: Nodes,
+) -> Option<GpuSet> {
     let mut best: Best<(bool, i64, NodeIx), NodeIx> = None;
-    for n in 0..state.inst.nodes.len() {
+    for n in nodes.iter(state.inst.nodes.len()) {
         if !state.fits_resources(n, job, 0) {
             continue;
         }

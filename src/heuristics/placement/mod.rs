@@ -7,7 +7,8 @@
 //! - [`best_fit`]: the one-node choices by best fit (in use before empty, fewest left).
 //! - [`scorer`]: [`NodeScorer`], which of the two rules picks a job's node.
 //! - [`search`]: [`find_placement`], a job's node(s): one node by the scorer, else the
-//!   tightest topology domain that holds the gang.
+//!   tightest topology domain that holds the gang; [`find_placement_on`] the same on a few
+//!   listed nodes ([`Nodes`]).
 //!
 //! The greedy and the baselines depend on this module, never the reverse. A new node rule is a
 //! new [`NodeScorer`] variant with its three choices (whole gang, sharer, CPU-only).
@@ -15,8 +16,10 @@
 pub mod best_fit;
 pub mod fragmentation;
 pub mod free;
+pub mod nodes;
 pub mod scorer;
 pub mod search;
 
+pub use nodes::Nodes;
 pub use scorer::NodeScorer;
-pub use search::find_placement;
+pub use search::{find_placement, find_placement_on};

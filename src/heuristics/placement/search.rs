@@ -8,6 +8,7 @@
 //! less); among the domains of a level, the lowest spread penalty, then the fewest nodes, the
 //! fewest GPUs left free in the domain, the lowest domain index.
 
+use super::nodes::Nodes;
 use super::scorer::NodeScorer;
 use crate::assignment::GpuSet;
 use crate::instance::{Locality, Node, NodeIx, PendingJob};
@@ -24,25 +25,35 @@ type Counts = Vec<(NodeIx, u32)>;
 
 /// Where job j would go in this state, or `None`.
 pub fn find_placement(state: &RoundState, topo: &Topology, j: usize) -> Option<GpuSet> {
+    find_placement_on(state, topo, j, Nodes::All)
+}
+
+/// Where job j would go in this state on `nodes` only, or `None`.
+pub fn find_placement_on(
+    state: &RoundState,
+    topo: &Topology,
+    j: usize,
+    nodes: Nodes,
+) -> Option<GpuSet> {
     let inst = state.inst;
     let job = &inst.pending[j];
     let scorer = NodeScorer::of(inst);
     if job.gpus == 0 {
-        return scorer.cpu_only(state, job);
+        return scorer.cpu_only(state, job, nodes);
     }
     if job.is_sharer() {
-        return scorer.sharer(state, topo, job);
+        return scorer.sharer(state, topo, job, nodes);
     }
     let mask = topo.type_mask(job);
     if job.gpus_per_node.is_none_or(|g| g == job.gpus) {
-        if let Some(n) = scorer.single_node(state, &mask, job) {
+        if let Some(n) = scorer.single_node(state, &mask, job, nodes) {
             return state.pick_indices(j, &[(n, job.gpus)]);
         }
     }
     if job.node_limit() < 2 {
         return None;
     }
-    let search = GangSearch::new(state, topo, job, &mask);
+    let search = GangSearch::new(state, topo, job, &mask, nodes);
     if search.fitting < job.gpus {
         return None;
     }
@@ -94,6 +105,7 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         topo: &'s Topology,
         job: &'s PendingJob,
         mask: &'s [bool],
+        nodes: Nodes,
     ) -> Self {
         let inst = state.inst;
         let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
@@ -101,7 +113,14 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         let mut widest: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
         let mut fitting = 0u32;
         let mut offer = vec![Offer::default(); inst.nodes.len()];
-        for n in state.nodes_with_whole_gpus(mask) {
+        let with_whole_gpus: Box<dyn Iterator<Item = NodeIx>> = match nodes {
+            Nodes::All => Box::new(state.nodes_with_whole_gpus(mask)),
+            Nodes::Only(list) => Box::new(list.iter().copied().filter(|&n| {
+                mask.get(state.node_type[n]).copied().unwrap_or(false)
+                    && (state.free[n] > 0 || !state.freed[n].is_empty())
+            })),
+        };
+        for n in with_whole_gpus {
             let (a, fit) = state.whole_gpus_for(n, job);
             if a > 0 {
                 offer[n] = Offer { n, free: a, fit };

@@ -50,6 +50,7 @@ pub fn validate(raw: &RawInstance, models: &ModelLibrary) -> Result<Instance, Ve
         .as_ref()
         .and_then(|rp| rp.task_distribution.as_deref())
         .and_then(|types| task_types::check(&mut is, types));
+    let task_dist = task_types::with_artifact_score(&mut is, raw.policy.as_ref(), task_dist);
     if !is.is_empty() {
         return Err(named_items(is.finish(), raw));
     }

@@ -4,7 +4,7 @@
 use super::issues::Issues;
 use super::limits;
 use super::pending::gpu_type_list;
-use crate::instance::raw::RawTaskType;
+use crate::instance::raw::{RawPolicy, RawTaskType};
 use crate::instance::task_dist::{TaskDist, TaskType};
 use crate::units::MILLI_PER_GPU;
 use std::sync::Arc;
@@ -42,6 +42,32 @@ pub fn check(is: &mut Issues, types: &[RawTaskType]) -> Option<Arc<TaskDist>> {
         return None;
     }
     Some(Arc::new(TaskDist::from_shares(out)))
+}
+
+/// The distribution with `policy.artifact_score`'s tie seed set; the field without a
+/// distribution is an issue (it would silently do nothing).
+pub fn with_artifact_score(
+    is: &mut Issues,
+    raw: Option<&RawPolicy>,
+    dist: Option<Arc<TaskDist>>,
+) -> Option<Arc<TaskDist>> {
+    let seed = raw.and_then(|rp| rp.artifact_score);
+    let has_types = raw.is_some_and(|rp| rp.task_distribution.is_some());
+    match (seed, dist) {
+        (Some(_), None) if !has_types => {
+            is.push(
+                "policy.artifact_score",
+                "is set without policy.task_distribution; the artifact's score ranks nodes by \
+                 fragmentation against a distribution: add one, or leave the field out",
+            );
+            None
+        }
+        (Some(seed), Some(mut d)) => {
+            Arc::make_mut(&mut d).artifact_ties = Some(seed);
+            Some(d)
+        }
+        (_, d) => d,
+    }
 }
 
 /// One task type at path `p`.
