@@ -3,7 +3,7 @@
 //! them), GPU types nobody asks for and jobs asking types nobody has, down GPUs, nodes outside
 //! any rack, CPU and memory limited or not, sharers, CPU-only jobs, quotas of 0, gangs larger
 //! than the cluster, `within`, `max_nodes` and `gpus_per_node`, extreme waits and weights,
-//! reservations and task distributions. Every round either is refused as invalid input or
+//! reservations and task distributions (scored as the FGD artifact does or not). Every round either is refused as invalid input or
 //! gets plans that pass the validator, the ILP's never below the greedy's, and a bound never
 //! below the plan.
 
@@ -186,7 +186,11 @@ fn odd_round(seed: u64) -> String {
         policy["weights"] = json!({"spread": ([0.0, 10.0].choose(&mut rng)), "fairness": ([0.0, 100.0].choose(&mut rng))});
     }
     if rng.gen_bool(0.2) {
-        policy["task_distribution"] = json!([{"gpus": 1, "share": 1}, {"gpus": 8, "share": 2}]);
+        policy["task_distribution"] = json!([{"gpus": 1, "share": 1}, {"gpus": 8, "share": 2},
+            {"gpus": 1, "gpu_milli": 250, "cpu_milli": 4000, "share": 3}]);
+        if rng.gen_bool(0.5) {
+            policy["artifact_score"] = json!(rng.gen_range(0..100));
+        }
     }
     let round = json!({"nodes": nodes.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
         "tenants": tenant_list, "running": running(&mut rng, &nodes, tenants),

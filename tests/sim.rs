@@ -611,9 +611,10 @@ fn dumped_rounds_are_valid_instances() {
         let inst = gangplan::instance::load_instance_file(f, &lib)
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(!inst.nodes.is_empty());
-        let dist = inst.task_dist.as_ref().unwrap_or_else(|| {
-            panic!("{}: the run's task distribution is missing", f.display())
-        });
+        let dist = inst
+            .task_dist
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: the run's task distribution is missing", f.display()));
         assert!(!dist.types.is_empty());
         assert_eq!(dist.artifact_ties, Some(42), "{}", f.display());
     }
