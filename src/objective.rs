@@ -10,6 +10,7 @@ use crate::instance::{Instance, PackingWeights, PendingJob, RunningJob, Weights}
 use crate::round_state::RoundState;
 use crate::state::GpuUse;
 use crate::topology::{spread_penalty, Topology};
+use crate::units::MILLI_PER_GPU;
 
 /// Objective cost per milli GPU of fragmentation growth ([`fragmentation_cost`]): a whole
 /// GPU of fragment costs 0.02, the default price of a stranded GPU (`policy.weights.strand`).
@@ -298,16 +299,46 @@ pub fn fragmentation_cost(inst: &Instance, a: &Assignment) -> f64 {
 }
 
 /// The most [`fragmentation_cost`] can lower the objective's cost below 0 on any plan of the
-/// round: the fragmentation every node holds before it (no node ends below 0), priced. A bound
-/// of the objective without the fragmentation term plus this is a bound with it.
+/// round, priced. A bound of the objective without the fragmentation term plus this is a bound
+/// with it.
+///
+/// ```text
+/// slack = frag_cost * ( sum_{n in P} F_n + min( sum_{n not in P} F_n, W ) )
+/// ```
+///
+/// F_n is node n's fragmentation before the round, P the nodes holding preemptible work (when
+/// the round allows preemption), W the GPU milli every pending job asks. No node ends below 0.
+/// On a node the round only takes from (no victim frees anything there), F_n falls by at most
+/// the milli placed on it: against each task type m, a GPU that was a fragment loses what is
+/// taken from it and no more, a GPU that becomes one adds to F_n(m), and where m stops
+/// fitting at all F_n(m) becomes the whole free milli, which is what it was less what was
+/// taken; F_n(M) averages these over M. So those nodes give back at most what the pending
+/// jobs ask in all.
 pub fn fragmentation_slack(inst: &Instance) -> f64 {
     let Some(dist) = inst.task_dist.as_deref() else {
         return 0.0;
     };
     let before = crate::state::ClusterState::new(inst);
     let state = RoundState::new(inst, &before);
-    let held: f64 = (0..inst.nodes.len())
-        .map(|n| dist.frag_cached(&node_free(&state, n, i64::MIN)))
+    let freeable: std::collections::BTreeSet<usize> = inst
+        .running
+        .iter()
+        .filter(|r| inst.policy.preemption && r.preemptible)
+        .flat_map(|r| r.gpus.iter().map(|(n, _)| *n))
+        .collect();
+    let (mut on_freeable, mut taken_from_only) = (0.0, 0.0);
+    for n in 0..inst.nodes.len() {
+        let f = dist.frag_cached(&node_free(&state, n, i64::MIN));
+        if freeable.contains(&n) {
+            on_freeable += f;
+        } else {
+            taken_from_only += f;
+        }
+    }
+    let asked: f64 = inst
+        .pending
+        .iter()
+        .map(|j| f64::from(j.gpus) * f64::from(j.gpu_milli.unwrap_or(MILLI_PER_GPU)))
         .sum();
-    FRAG_COST_PER_MILLI * held
+    FRAG_COST_PER_MILLI * (on_freeable + taken_from_only.min(asked))
 }

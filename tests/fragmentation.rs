@@ -337,6 +337,58 @@ policy:
     }
 }
 
+/// Three nodes with 2 free GPUs each, a fragment for 3-GPU tasks (2000 milli apiece), and one
+/// 1-GPU job waiting: a plan can remove at most the 1000 milli the job takes, except on a node
+/// whose running work may be preempted (all of its fragment). The slack says so, and every
+/// formulation's bound, which adds it, stays at or above its plan.
+#[test]
+fn the_fragmentation_a_round_may_remove_is_at_most_what_its_jobs_take() {
+    use gangplan::model::fragmentation::FRAG_COST_PER_MILLI;
+    use gangplan::objective::fragmentation_slack;
+    use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
+    let round = |preemptible: bool| {
+        format!(
+            "
+nodes:
+  - {{name: a, gpus: 8}}
+  - {{name: b, gpus: 8}}
+  - {{name: c, gpus: 8}}
+running:
+  - {{id: ra, gpus: {{a: [0, 1, 2, 3, 4, 5]}}}}
+  - {{id: rb, gpus: {{b: [0, 1, 2, 3, 4, 5]}}}}
+  - {{id: rc, gpus: {{c: [0, 1, 2, 3, 4, 5]}}, preemptible: {preemptible}}}
+pending:
+  - {{id: j, gpus: 1, priority: 5}}
+policy:
+  task_distribution:
+    - {{gpus: 3, share: 1}}
+"
+        )
+    };
+    for (preemptible, removable) in [(false, 1000.0), (true, 2000.0 + 1000.0)] {
+        let inst = Arc::new(parse(&round(preemptible)));
+        let slack = fragmentation_slack(&inst);
+        assert!(
+            (slack - FRAG_COST_PER_MILLI * removable).abs() < 1e-12,
+            "preemptible {preemptible}: slack {slack}"
+        );
+        let topo = Arc::new(Topology::new(&inst));
+        for formulation in [Formulation::PerNode, Formulation::Aggregated] {
+            let opts = SolveOptions {
+                formulation,
+                ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+            };
+            let out = solve(&inst, &topo, &opts);
+            let bound = out.bound.expect("a bound");
+            assert!(
+                bound >= out.objective - 1e-9,
+                "{formulation:?}: {bound} < {}",
+                out.objective
+            );
+        }
+    }
+}
+
 /// On generated rounds with a task distribution (24 nodes, 40 pending, a third sharers),
 /// every formulation's plan is valid, never below the greedy's objective, and under its bound.
 #[test]
