@@ -15,9 +15,9 @@
 //! 2. **recreates**: the released jobs and up to [`MOST_WAITING`] waiting jobs that fit the
 //!    region's type and room are placed again one by one by the greedy's placement search
 //!    (anywhere in the cluster; on the ruined nodes only on rounds with a task distribution,
-//!    where each placement would scan the cluster), in one of three orders drawn at random (largest first, value
-//!    per GPU, or lightest on the region's scarcest resource first), each job's key scaled by
-//!    a random factor in [1 - [`NOISE`], 1 + [`NOISE`]];
+//!    where each placement would scan the cluster), in one of three orders drawn at random
+//!    (largest first, value per GPU, or lightest on the region's scarcest resource first),
+//!    each job's key scaled by a random factor in [1 - [`NOISE`], 1 + [`NOISE`]];
 //! 3. is **kept** when the objective does not fall (an arrangement of equal worth is kept
 //!    too, so that the search walks across plateaus), the change counted exactly on what the
 //!    move touched ([`super::move_score`]), and undone exactly otherwise (a
@@ -265,8 +265,7 @@ impl Packer<'_> {
             if !mv.quota_allows(&self.inst.pending[j]) {
                 continue;
             }
-            let found = find_placement_on(&mv, self.topo, j, scope);
-            let Some(gpus) = found else {
+            let Some(gpus) = find_placement_on(&mv, self.topo, j, scope) else {
                 continue;
             };
             for &e in gpus.keys() {

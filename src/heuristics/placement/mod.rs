@@ -6,6 +6,7 @@
 //!   job takes part of it, and the one-node choices that keep that growth least.
 //! - [`best_fit`]: the one-node choices by best fit (in use before empty, fewest left).
 //! - [`scorer`]: [`NodeScorer`], which of the two rules picks a job's node.
+//! - [`nodes`]: [`Nodes`], the nodes a placement may use (all, or a few listed).
 //! - [`search`]: [`find_placement`], a job's node(s): one node by the scorer, else the
 //!   tightest topology domain that holds the gang; [`find_placement_on`] the same on a few
 //!   listed nodes ([`Nodes`]).

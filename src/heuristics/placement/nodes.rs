@@ -8,7 +8,7 @@ use crate::instance::NodeIx;
 pub enum Nodes<'a> {
     /// Every node.
     All,
-    /// Only these nodes (few: a membership test walks the list).
+    /// Only these nodes.
     Only(&'a [NodeIx]),
 }
 
