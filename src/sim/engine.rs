@@ -16,7 +16,7 @@
 //!   workload tuning does). `batch` arrivals form one round; what a round does not place
 //!   fails. The metric is the share of GPU capacity allocated at the end.
 
-use super::metrics::{jain, percentile, Metrics, Report, RunInfo, Series};
+use super::metrics::{jain, percentile, JobRecord, Metrics, Report, RunInfo, Series};
 use super::planners::{PlannerName, RoundPlanner};
 use super::service::{ReplayObjective, ServiceObjective};
 use super::trace::{Trace, TraceJob};
@@ -704,6 +704,12 @@ struct Tally {
     held_area: f64,
     /// Latest completion.
     last_finish: f64,
+    /// Per trace job: its first start, and the times it was preempted.
+    first_start: BTreeMap<usize, f64>,
+    /// See `first_start`.
+    preempted: BTreeMap<usize, u32>,
+    /// Every completed job.
+    jobs: Vec<JobRecord>,
 }
 
 /// A job waiting in a replay: (trace job, attained GPU-seconds, ideal seconds of work kept).
@@ -739,6 +745,19 @@ fn complete_due(trace: &Trace, running: &mut Vec<Live>, t: f64, tally: &mut Tall
         tally.fair.push((d / c.max(1e-9)).min(1.0));
         tally.useful += gpu_eq(trace, l.job) * d;
         tally.last_finish = tally.last_finish.max(finish);
+        tally.jobs.push(JobRecord {
+            id: l.id.clone(),
+            gpus: trace.jobs[l.job].gpus,
+            submit_s: l.submit,
+            first_start_s: tally
+                .first_start
+                .get(&l.job)
+                .copied()
+                .unwrap_or(l.run_start),
+            finish_s: finish,
+            duration_s: d,
+            preemptions: tally.preempted.get(&l.job).copied().unwrap_or(0),
+        });
         any = true;
         false
     });
@@ -775,6 +794,7 @@ fn apply_decision(
         tally.held_area += gpu_eq(trace, l.job) * wall;
         waiting.push((l.job, l.attained, l.done + kept / l.slowdown));
         sim.preemptions += 1;
+        *tally.preempted.entry(l.job).or_default() += 1;
     }
     let mut started = false;
     let mut keep = Vec::new();
@@ -784,6 +804,7 @@ fn apply_decision(
             continue;
         };
         let k = w.0;
+        tally.first_start.entry(k).or_insert(t);
         let f = if trace.jobs[k].gpus > 1 {
             let slow = sim.lib.slowdown(trace.jobs[k].workload.as_deref());
             span_factor(&topo.span(inst, set), &slow)
@@ -940,6 +961,7 @@ fn replay_report(
         },
         series: Series {
             jct_s: jct,
+            jobs: tally.jobs,
             ..Default::default()
         },
         ..Default::default()

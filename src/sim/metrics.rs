@@ -87,6 +87,28 @@ pub struct Series {
     /// ILP runs: per round, the pending jobs placed otherwise than by the greedy.
     #[serde(default)]
     pub ilp_changed: Vec<u64>,
+    /// Replays: every completed job, in completion order (what sets a tail).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobRecord>,
+}
+
+/// One completed job of a replay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The trace's job id.
+    pub id: String,
+    /// GPUs it asked (a sharer: 1).
+    pub gpus: u32,
+    /// Submission, seconds on the trace's clock.
+    pub submit_s: f64,
+    /// Its first start.
+    pub first_start_s: f64,
+    /// Its completion.
+    pub finish_s: f64,
+    /// Its ideal run time (the trace's duration).
+    pub duration_s: f64,
+    /// Times it was preempted.
+    pub preemptions: u32,
 }
 
 /// The report file (`--report`).
