@@ -678,6 +678,21 @@ fn attained_service_lets_a_short_job_overtake_a_long_one_under_the_ilp() {
         let c = finish_times(&r);
         // Completion order: the short job (submitted at 600 s) first, within an hour.
         assert!(c[0] < 3600.0, "{p:?}: the short job's JCT {c:?}");
+        // The job records say the same: the short one first, the long one preempted after
+        // it started at 0, and as many preemptions as the run counts.
+        let jobs = &r.series.jobs;
+        assert_eq!(
+            jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+            ["short", "long"]
+        );
+        for (j, jct) in jobs.iter().zip(&c) {
+            assert!((j.finish_s - j.submit_s - jct).abs() < 1e-9, "{p:?}: {j:?}");
+            assert!(j.submit_s <= j.first_start_s && j.first_start_s <= j.finish_s);
+        }
+        assert_eq!(jobs[1].first_start_s, 0.0, "{p:?}");
+        let counted: u32 = jobs.iter().map(|j| j.preemptions).sum();
+        assert_eq!(u64::from(counted), r.metrics.preemptions, "{p:?}");
+        assert!(jobs[1].preemptions >= 1, "{p:?}");
         assert!(c[1] > 100_000.0, "{p:?}: the long job finishes last {c:?}");
         assert!(r
             .info
