@@ -611,6 +611,7 @@ fn policy() -> impl Strategy<Value = RawPolicy> {
                 seed,
                 reservations: None,
                 task_distribution: None,
+                artifact_score: None,
             },
         )
 }
