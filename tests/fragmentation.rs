@@ -289,6 +289,21 @@ fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
     );
 }
 
+/// The ILP's solve of a round with one formulation, under the round's policy.
+fn ilp_solve(
+    inst: &Arc<Instance>,
+    formulation: gangplan::solve::Formulation,
+) -> (Arc<Topology>, gangplan::solve::SolveOutcome) {
+    use gangplan::solve::{solve, PlannerKind, SolveOptions};
+    let topo = Arc::new(Topology::new(inst));
+    let opts = SolveOptions {
+        formulation,
+        ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
+    };
+    let out = solve(inst, &topo, &opts);
+    (topo, out)
+}
+
 /// A plan may remove fragmentation: node b's 2 free GPUs are a fragment for 3-GPU tasks (2000
 /// milli); a 2-GPU job there leaves none, so the plan objective's fragmentation term is a gain
 /// (-2000 milli, priced). Every formulation takes that plan, and its bound stays at or above
@@ -298,7 +313,7 @@ fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
 fn a_plan_that_removes_fragmentation_gains_and_every_bound_stays_above_it() {
     use gangplan::model::fragmentation::FRAG_COST_PER_MILLI;
     use gangplan::objective::evaluate;
-    use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
+    use gangplan::solve::Formulation;
     let yaml = "
 nodes:
   - {name: a, gpus: 8}
@@ -313,13 +328,8 @@ policy:
     - {gpus: 3, share: 1}
 ";
     let inst = Arc::new(parse(yaml));
-    let topo = Arc::new(Topology::new(&inst));
     for formulation in [Formulation::PerNode, Formulation::Aggregated] {
-        let opts = SolveOptions {
-            formulation,
-            ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
-        };
-        let out = solve(&inst, &topo, &opts);
+        let (topo, out) = ilp_solve(&inst, formulation);
         let nodes: Vec<usize> = out.assignment.placed[&0].keys().copied().collect();
         assert_eq!(nodes, [1], "{formulation:?}: j fills node b");
         let terms = evaluate(&inst, &topo, &out.assignment);
@@ -345,7 +355,7 @@ policy:
 fn the_fragmentation_a_round_may_remove_is_at_most_what_its_jobs_take() {
     use gangplan::model::fragmentation::FRAG_COST_PER_MILLI;
     use gangplan::objective::fragmentation_slack;
-    use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions};
+    use gangplan::solve::Formulation;
     let round = |preemptible: bool| {
         format!(
             "
@@ -372,13 +382,8 @@ policy:
             (slack - FRAG_COST_PER_MILLI * removable).abs() < 1e-12,
             "preemptible {preemptible}: slack {slack}"
         );
-        let topo = Arc::new(Topology::new(&inst));
         for formulation in [Formulation::PerNode, Formulation::Aggregated] {
-            let opts = SolveOptions {
-                formulation,
-                ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
-            };
-            let out = solve(&inst, &topo, &opts);
+            let (_, out) = ilp_solve(&inst, formulation);
             let bound = out.bound.expect("a bound");
             assert!(
                 bound >= out.objective - 1e-9,
