@@ -310,6 +310,13 @@ impl<'a> RoundState<'a> {
         (self.busy[n] == 0, if starved { 0 } else { self.free[n] })
     }
 
+    /// Whether node n is of a type in `mask` and has a free whole GPU or GPUs freed by
+    /// preemption: one of [`RoundState::nodes_with_whole_gpus`].
+    pub fn has_whole_gpus(&self, n: NodeIx, mask: &[bool]) -> bool {
+        mask.get(self.node_type[n]).copied().unwrap_or(false)
+            && (self.free[n] > 0 || !self.freed[n].is_empty())
+    }
+
     /// The nodes of a type in `mask` (by type id) with a free whole GPU or GPUs freed by
     /// preemption: every node where [`RoundState::avail_count`] may be above 0, each once,
     /// by type and node index within each of the two kinds.

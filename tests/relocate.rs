@@ -4,10 +4,8 @@
 
 mod common;
 
-use common::later;
-
 use common::hand::{instance, job, node};
-use common::small_round;
+use common::{later, small_round};
 use gangplan::assignment::{Assignment, GpuSet};
 use gangplan::gen::generate;
 use gangplan::hardware::ModelLibrary;

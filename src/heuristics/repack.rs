@@ -255,7 +255,12 @@ impl Packer<'_> {
         };
         self.sort(&mut jobs, order, &room, rng);
         let mut costs_before = 0.0;
-        let region_nodes: Vec<NodeIx> = nodes.iter().copied().collect();
+        // The ruined nodes as a list, only where the recreate is kept to them.
+        let region_nodes: Vec<NodeIx> = if self.recreate_in_region {
+            nodes.iter().copied().collect()
+        } else {
+            Vec::new()
+        };
         let scope = if self.recreate_in_region {
             Nodes::Only(&region_nodes)
         } else {

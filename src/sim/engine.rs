@@ -385,23 +385,24 @@ impl<'a> Sim<'a> {
             source_name: format!("{} (simulated round at t={now:.0} s)", self.trace.name),
             issues,
         })?;
-        let takes_dist = matches!(self.planner.name(), PlannerName::Greedy | PlannerName::Ilp);
-        if self.cfg.planner_task_dist && takes_dist {
+        if self.planner_takes_dist() {
             inst.task_dist = Some(Arc::clone(&self.planner_dist));
         }
         Ok(inst)
+    }
+
+    /// Whether the run gives its planner the task distribution (the greedy and the ILP, unless
+    /// `--no-task-dist`).
+    fn planner_takes_dist(&self) -> bool {
+        self.cfg.planner_task_dist
+            && matches!(self.planner.name(), PlannerName::Greedy | PlannerName::Ilp)
     }
 
     /// A round's instance as the planner sees it: with the task distribution (and the
     /// artifact's tie seed) the run sets on the validated instance.
     fn as_planned(&self, raw: &RawInstance) -> RawInstance {
         let mut raw = raw.clone();
-        let takes_dist = matches!(self.planner.name(), PlannerName::Greedy | PlannerName::Ilp);
-        if let Some(policy) = raw
-            .policy
-            .as_mut()
-            .filter(|_| self.cfg.planner_task_dist && takes_dist)
-        {
+        if let Some(policy) = raw.policy.as_mut().filter(|_| self.planner_takes_dist()) {
             policy.task_distribution = Some(self.planner_dist.raw_types());
             policy.artifact_score = self.planner_dist.artifact_ties;
         }

@@ -115,10 +115,11 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         let mut offer = vec![Offer::default(); inst.nodes.len()];
         let with_whole_gpus: Box<dyn Iterator<Item = NodeIx>> = match nodes {
             Nodes::All => Box::new(state.nodes_with_whole_gpus(mask)),
-            Nodes::Only(list) => Box::new(list.iter().copied().filter(|&n| {
-                mask.get(state.node_type[n]).copied().unwrap_or(false)
-                    && (state.free[n] > 0 || !state.freed[n].is_empty())
-            })),
+            Nodes::Only(list) => Box::new(
+                list.iter()
+                    .copied()
+                    .filter(|&n| state.has_whole_gpus(n, mask)),
+            ),
         };
         for n in with_whole_gpus {
             let (a, fit) = state.whole_gpus_for(n, job);
