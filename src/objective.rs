@@ -12,9 +12,12 @@ use crate::state::GpuUse;
 use crate::topology::{spread_penalty, Topology};
 use crate::units::MILLI_PER_GPU;
 
-/// Objective cost per milli GPU of fragmentation growth ([`fragmentation_cost`]): a whole
-/// GPU of fragment costs 0.02, the default price of a stranded GPU (`policy.weights.strand`).
-pub const FRAG_COST_PER_MILLI: f64 = 2e-5;
+/// Objective cost per milli GPU of fragmentation growth ([`fragmentation_cost`]):
+/// `policy.weights.fragmentation` per whole GPU of fragment (default 0.02, the default price
+/// of a stranded GPU, `policy.weights.strand`).
+pub fn frag_cost_per_milli(inst: &Instance) -> f64 {
+    inst.policy.weights.fragmentation / f64::from(MILLI_PER_GPU)
+}
 
 /// Value per GPU of a priority level.
 pub fn priority_factor(inst: &Instance, priority: i64) -> f64 {
@@ -262,7 +265,7 @@ pub fn packing_penalty(inst: &Instance, a: &Assignment) -> f64 {
 ///
 /// F_n(M) is FGD's fragmentation of node n against M, in milli GPUs
 /// ([`crate::instance::task_dist::frag`]), over the nodes the plan places on or preempts on
-/// (no other node changes); `frag_cost` is [`FRAG_COST_PER_MILLI`].
+/// (no other node changes); `frag_cost` is [`frag_cost_per_milli`].
 /// The per-node MIP prices the same growth job by job ([`crate::model::fragmentation`], exact
 /// when every node receives at most one arrival); this is the exact sum, so every plan of the
 /// round is compared on what it leaves for the jobs to come.
@@ -295,7 +298,7 @@ pub fn fragmentation_cost(inst: &Instance, a: &Assignment) -> f64 {
                 - dist.frag_cached(&node_free(&s0, n, i64::MIN))
         })
         .sum();
-    FRAG_COST_PER_MILLI * growth
+    frag_cost_per_milli(inst) * growth
 }
 
 /// The most [`fragmentation_cost`] can lower the objective's cost below 0 on any plan of the
@@ -340,5 +343,5 @@ pub fn fragmentation_slack(inst: &Instance) -> f64 {
         .iter()
         .map(|j| f64::from(j.gpus) * f64::from(j.gpu_milli.unwrap_or(MILLI_PER_GPU)))
         .sum();
-    FRAG_COST_PER_MILLI * (on_freeable + taken_from_only.min(asked))
+    frag_cost_per_milli(inst) * (on_freeable + taken_from_only.min(asked))
 }

@@ -14,6 +14,10 @@ use gangplan::sim::engine::{simulate, trace_dist, Protocol, SimConfig};
 use gangplan::sim::planners::{PlannerName, RoundPlanner};
 use gangplan::sim::{trace, Trace};
 use gangplan::topology::Topology;
+
+/// The price per milli GPU of fragment at the default `policy.weights.fragmentation` (0.02 a
+/// GPU).
+const FRAG_COST_AT_DEFAULT: f64 = 2e-5;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -252,7 +256,7 @@ fn gpu_weighting_scales_shares_by_gpu_demand() {
 #[test]
 fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
     use gangplan::assignment::Assignment;
-    use gangplan::model::{self, fragmentation::FRAG_COST_PER_MILLI};
+    use gangplan::model;
     use gangplan::objective::{evaluate, ObjectiveTerms};
     // (MIP objective, plan objective's terms) of j on node a, then on node b.
     let priced = |yaml: &str| -> [(f64, ObjectiveTerms); 2] {
@@ -284,9 +288,22 @@ fn the_mip_and_the_plan_objective_price_the_fragmentation_a_placement_causes() {
     assert!(with[0].1.fragmentation.abs() < 1e-9, "node a: no growth");
     let b = with[1].1.fragmentation;
     assert!(
-        (b - FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
+        (b - FRAG_COST_AT_DEFAULT * 2000.0).abs() < 1e-9,
         "node b costs 2000 milli of fragment: {b}"
     );
+    // policy.weights.fragmentation sets the price per GPU of fragment, in both objectives.
+    let yaml = format!(
+        "{WHOLE}policy:\n  weights: {{fragmentation: 1}}\n  task_distribution:\n    - {{gpus: 3, share: 1}}\n"
+    );
+    let at_one = priced(&yaml);
+    for (mip, terms) in &at_one {
+        assert!(
+            (mip - terms.total()).abs() < 1e-9,
+            "MIP {mip} against plan {terms:?}"
+        );
+    }
+    let b = at_one[1].1.fragmentation;
+    assert!((b - 2.0).abs() < 1e-9, "2 GPUs of fragment at 1 a GPU: {b}");
 }
 
 /// The ILP's solve of a round with one formulation, under the round's policy.
@@ -311,7 +328,6 @@ fn ilp_solve(
 /// most the term can give back).
 #[test]
 fn a_plan_that_removes_fragmentation_gains_and_every_bound_stays_above_it() {
-    use gangplan::model::fragmentation::FRAG_COST_PER_MILLI;
     use gangplan::objective::evaluate;
     use gangplan::solve::Formulation;
     let yaml = "
@@ -334,7 +350,7 @@ policy:
         assert_eq!(nodes, [1], "{formulation:?}: j fills node b");
         let terms = evaluate(&inst, &topo, &out.assignment);
         assert!(
-            (terms.fragmentation + FRAG_COST_PER_MILLI * 2000.0).abs() < 1e-9,
+            (terms.fragmentation + FRAG_COST_AT_DEFAULT * 2000.0).abs() < 1e-9,
             "{formulation:?}: {terms:?}"
         );
         if let Some(bound) = out.bound {
@@ -353,7 +369,6 @@ policy:
 /// formulation's bound, which adds it, stays at or above its plan.
 #[test]
 fn the_fragmentation_a_round_may_remove_is_at_most_what_its_jobs_take() {
-    use gangplan::model::fragmentation::FRAG_COST_PER_MILLI;
     use gangplan::objective::fragmentation_slack;
     use gangplan::solve::Formulation;
     let round = |preemptible: bool| {
@@ -379,7 +394,7 @@ policy:
         let inst = Arc::new(parse(&round(preemptible)));
         let slack = fragmentation_slack(&inst);
         assert!(
-            (slack - FRAG_COST_PER_MILLI * removable).abs() < 1e-12,
+            (slack - FRAG_COST_AT_DEFAULT * removable).abs() < 1e-12,
             "preemptible {preemptible}: slack {slack}"
         );
         for formulation in [Formulation::PerNode, Formulation::Aggregated] {

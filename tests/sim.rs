@@ -617,6 +617,35 @@ fn dumped_rounds_are_valid_instances() {
             .unwrap_or_else(|| panic!("{}: the run's task distribution is missing", f.display()));
         assert!(!dist.types.is_empty());
         assert_eq!(dist.artifact_ties, Some(42), "{}", f.display());
+        assert_eq!(
+            inst.policy.weights.fragmentation,
+            gangplan::sim::engine::FILL_FRAGMENTATION_PRICE,
+            "{}: the fill's fragmentation price",
+            f.display()
+        );
+    }
+}
+
+/// The fragmentation price the greedy and the ILP are given: the one asked for, else 1 under
+/// fill (a fragment is room lost for good) and the policy's default in a replay.
+#[test]
+fn the_fragmentation_price_is_the_fills_or_the_policys_unless_given() {
+    use gangplan::instance::Weights;
+    use gangplan::sim::engine::FILL_FRAGMENTATION_PRICE;
+    let fill = fill_cfg(42);
+    assert_eq!(fill.fragmentation_price(), FILL_FRAGMENTATION_PRICE);
+    let replay = SimConfig::default();
+    assert_eq!(replay.protocol, Protocol::Replay);
+    assert_eq!(
+        replay.fragmentation_price(),
+        Weights::default().fragmentation
+    );
+    for cfg in [fill, replay] {
+        let given = SimConfig {
+            planner_fragmentation_price: Some(0.3),
+            ..cfg
+        };
+        assert_eq!(given.fragmentation_price(), 0.3);
     }
 }
 
@@ -908,6 +937,16 @@ fn bad_queue_thresholds_and_service_weights_exit_2() {
         ("--queue-thresholds", "x", "is not a number of GPU-seconds"),
         ("--queue-thresholds", "inf", "must be finite"),
         ("--service-aging", "1e9", "--service-aging is 1000000000"),
+        (
+            "--fragmentation-price",
+            "1e9",
+            "--fragmentation-price is 1000000000",
+        ),
+        (
+            "--fragmentation-price",
+            "NaN",
+            "--fragmentation-price is NaN",
+        ),
     ] {
         let mut args = base.to_vec();
         args.extend([flag, value]);

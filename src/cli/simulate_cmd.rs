@@ -111,6 +111,12 @@ pub struct TraceArgs {
     /// random node order drawn from --seed) instead of by exact growth with best-fit ties.
     #[arg(long)]
     pub artifact_score: bool,
+    /// greedy, ilp: the price per GPU of fragmentation a round leaves against the task
+    /// distribution (`policy.weights.fragmentation`; 1 is the value of a GPU started).
+    /// Default: 1 under --protocol fill (nothing departs, so a fragment is room lost for
+    /// good), 0.02 in a replay (jobs end and fragments heal).
+    #[arg(long, value_name = "PRICE")]
+    pub fragmentation_price: Option<f64>,
     /// replay, ilp and greedy: the value each job is given: attained-service (least
     /// GPU-seconds received first, by queue, with aging and preemption across queues) or
     /// default (the plan objective's: all jobs equal, nothing preemptible).
@@ -298,6 +304,10 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         ("--service-starve", a.service_starve),
         ("--service-victim", a.service_victim),
         ("--service-big-gang", a.service_big_gang),
+        (
+            "--fragmentation-price",
+            a.fragmentation_price.unwrap_or(0.0),
+        ),
     ] {
         if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
             return Err(bad(format!("{f} is {v}; expected a number in 0..=100")));
@@ -342,6 +352,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
         max_rounds: a.max_rounds,
         planner_task_dist: !a.no_task_dist,
         planner_artifact_score: a.artifact_score,
+        planner_fragmentation_price: a.fragmentation_price,
         planner_dist_weight: match a.task_dist_weight {
             DistWeightArg::Gpus => gangplan::sim::engine::DistWeight::Gpus,
             DistWeightArg::Tasks => gangplan::sim::engine::DistWeight::Tasks,

@@ -18,8 +18,8 @@
 use super::placement::free::node_free;
 use crate::instance::{Instance, NodeIx};
 use crate::objective::{
-    fair_shares, fairness_penalty, job_spread, job_value, node_packing, value_per_gpu,
-    FRAG_COST_PER_MILLI,
+    fair_shares, fairness_penalty, frag_cost_per_milli, job_spread, job_value, node_packing,
+    value_per_gpu,
 };
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
@@ -86,7 +86,7 @@ impl<'s> MoveScore<'s> {
             state.busy[n],
         );
         let fragmentation = self.inst.task_dist.as_deref().map_or(0.0, |dist| {
-            FRAG_COST_PER_MILLI * dist.frag_cached(&node_free(state, n, i64::MIN))
+            frag_cost_per_milli(self.inst) * dist.frag_cached(&node_free(state, n, i64::MIN))
         });
         packing + fragmentation
     }

@@ -39,6 +39,9 @@ pub struct Weights {
     pub open_node: f64,
     /// Cost per free GPU left stranded on a node that is in use after the round. Default 0.02.
     pub strand: f64,
+    /// Cost per GPU of fragmentation the round adds against the task distribution (rounds
+    /// that carry one only; [`crate::objective::fragmentation_cost`]). Default 0.02.
+    pub fragmentation: f64,
 }
 
 impl Default for Weights {
@@ -55,6 +58,7 @@ impl Default for Weights {
             fairness: 0.3,
             open_node: 0.2,
             strand: 0.02,
+            fragmentation: 0.02,
         }
     }
 }
@@ -73,6 +77,7 @@ impl Weights {
         "fairness",
         "open_node",
         "strand",
+        "fragmentation",
     ];
 
     /// Defaults overridden by the map; unknown names and bad values are issues.
@@ -101,6 +106,7 @@ impl Weights {
                 "fairness" => &mut w.fairness,
                 "open_node" => &mut w.open_node,
                 "strand" => &mut w.strand,
+                "fragmentation" => &mut w.fragmentation,
                 _ => {
                     issues.push(InputIssue {
                         path,

@@ -15,8 +15,8 @@
 //! O_n = growth of F_n(M) when one whole free GPU of n gives up the smallest share asked by a
 //!       sharer of the round that accepts n (opening a GPU to sharing; further sharers on the
 //!       opened GPU add nothing: they fill what the opening already fragmented)
-//! frag_cost = FRAG_COST_PER_MILLI (2e-5 per milli GPU: a whole GPU of fragment costs 0.02,
-//!             the default price of a stranded GPU, `policy.weights.strand`)
+//! frag_cost = policy.weights.fragmentation / 1000 per milli GPU (default 0.02 a whole GPU of
+//!             fragment, the default price of a stranded GPU, `policy.weights.strand`)
 //! ```
 //! Split gangs (several nodes) carry no term. The proxy makes the MIP prefer, among plans of
 //! equal value, the one whose arrivals together leave the least fragmentation, where the greedy
@@ -26,7 +26,7 @@ use super::{Ctx, MipModel, ShareSlot, Vars};
 use crate::heuristics::placement::fragmentation::growth;
 use crate::heuristics::placement::free::{gpu_free_milli, node_free};
 use crate::instance::Instance;
-pub use crate::objective::FRAG_COST_PER_MILLI;
+pub use crate::objective::frag_cost_per_milli;
 use crate::round_state::RoundState;
 use crate::state::resource_share;
 use crate::state::ClusterState;
@@ -44,7 +44,7 @@ pub fn add(ctx: &Ctx, m: &mut MipModel) {
         .into_iter()
         .map(|(g, v, _)| g * v)
         .sum();
-    m.objective -= FRAG_COST_PER_MILLI * cost;
+    m.objective -= frag_cost_per_milli(ctx.inst) * cost;
 }
 
 /// What the plan objective ([`crate::objective::evaluate`], whose fragmentation term is the
@@ -71,7 +71,7 @@ pub fn bound_slack(inst: &Instance, vars: &Vars) -> f64 {
     let sharers = inst.pending.iter().filter(|j| j.is_sharer()).count();
     fresh.sort_by(|a, b| b.total_cmp(a));
     let opened: f64 = fresh.iter().take(sharers).sum();
-    FRAG_COST_PER_MILLI * (per_job.values().sum::<f64>() + opened)
+    frag_cost_per_milli(inst) * (per_job.values().sum::<f64>() + opened)
         + crate::objective::fragmentation_slack(inst)
 }
 

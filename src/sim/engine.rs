@@ -79,16 +79,40 @@ pub struct SimConfig {
     /// does: integer score, ties to a seeded random node order (default false: exact growth,
     /// best-fit ties).
     pub planner_artifact_score: bool,
+    /// The price per GPU of fragment the greedy and the ILP are given with the distribution
+    /// (`policy.weights.fragmentation`); `None`: [`FILL_FRAGMENTATION_PRICE`] under fill, the
+    /// policy's default in a replay ([`SimConfig::fragmentation_price`]).
+    pub planner_fragmentation_price: Option<f64>,
     /// Write every round's instance, as the planner sees it, to this folder
-    /// (`round-00000.json`, ...): rounds cut from a replay, for `bench --instances`. The task
-    /// distribution the greedy and the ILP are given is not written (a dumped round plans
-    /// with best fit).
+    /// (`round-00000.json`, ...): rounds cut from a replay, for `bench --instances`, with the
+    /// task distribution, tie seed and fragmentation price the greedy and the ILP are given.
     pub dump_rounds: Option<std::path::PathBuf>,
     /// replay: what the `ilp` and `greedy` planners are told a job is worth (default:
     /// least attained service first, [`ServiceObjective`]).
     pub objective: ReplayObjective,
     /// replay: the attained-service objective's queues, weights and preemption.
     pub service: ServiceObjective,
+}
+
+/// The price per GPU of fragment under fill when none is given: 1, the value of a GPU started.
+/// Nothing departs under fill and the trace asks for more than the cluster holds, so room
+/// left as fragment is room the run loses for good; in a replay jobs end and fragments heal,
+/// and the policy's default (0.02) stays. (openb fill, load 1.3, 1,213 nodes, the ILP with
+/// the artifact's score, seeds 42-46: at 0.02 a repacking move that starts one more sharer
+/// now at the cost of room for the sharers to come is kept, and `gpushare100` ended below the
+/// greedy; see docs/research.md.)
+pub const FILL_FRAGMENTATION_PRICE: f64 = 1.0;
+
+impl SimConfig {
+    /// The price per GPU of fragment the greedy and the ILP are given (see
+    /// [`SimConfig::planner_fragmentation_price`]).
+    pub fn fragmentation_price(&self) -> f64 {
+        self.planner_fragmentation_price
+            .unwrap_or(match self.protocol {
+                Protocol::Fill { .. } => FILL_FRAGMENTATION_PRICE,
+                Protocol::Replay => crate::instance::Weights::default().fragmentation,
+            })
+    }
 }
 
 /// How the task types of the distribution given to the greedy and the ILP are weighted.
@@ -128,6 +152,7 @@ impl Default for SimConfig {
             planner_task_dist: true,
             planner_dist_weight: DistWeight::default(),
             planner_artifact_score: false,
+            planner_fragmentation_price: None,
             dump_rounds: None,
             objective: ReplayObjective::default(),
             service: ServiceObjective::default(),
@@ -365,7 +390,7 @@ impl<'a> Sim<'a> {
             policy: Some(RawPolicy {
                 time_limit: Some(self.cfg.round_time_limit.max(0.05)),
                 preemption: Some(preemption),
-                weights: self.service().map(|s| s.weights()).unwrap_or_default(),
+                weights: self.round_weights(),
                 seed: Some(self.cfg.seed),
                 ..Default::default()
             }),
@@ -389,6 +414,16 @@ impl<'a> Sim<'a> {
             inst.task_dist = Some(Arc::clone(&self.planner_dist));
         }
         Ok(inst)
+    }
+
+    /// The objective weights a round's instance carries: the attained-service objective's in
+    /// a replay, and the fragmentation price where the planner takes the distribution.
+    fn round_weights(&self) -> std::collections::BTreeMap<String, f64> {
+        let mut w = self.service().map(|s| s.weights()).unwrap_or_default();
+        if self.planner_takes_dist() {
+            w.insert("fragmentation".into(), self.cfg.fragmentation_price());
+        }
+        w
     }
 
     /// Whether the run gives its planner the task distribution (the greedy and the ILP, unless
