@@ -953,3 +953,30 @@ fn bad_queue_thresholds_and_service_weights_exit_2() {
         expect_located(&args, needle);
     }
 }
+
+/// The flags that work on the task distribution are refused next to `--no-task-dist`, which
+/// takes it away (they would do nothing).
+#[test]
+fn task_distribution_flags_without_the_distribution_exit_2() {
+    let jobs = fx("tiresias_jobs.csv");
+    let j = jobs.to_str().unwrap();
+    let base = [
+        "simulate",
+        "--trace",
+        "tiresias",
+        "--jobs",
+        j,
+        "--no-task-dist",
+    ];
+    for extra in [
+        &["--artifact-score"][..],
+        &["--fragmentation-price", "0.5"][..],
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        expect_located(
+            &args,
+            &format!("{} works on the task distribution", extra[0]),
+        );
+    }
+}

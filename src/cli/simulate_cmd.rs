@@ -297,6 +297,19 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
             return Err(bad(format!("{f} is {v}; expected seconds > 0")));
         }
     }
+    if a.no_task_dist {
+        for (flag, given) in [
+            ("--artifact-score", a.artifact_score),
+            ("--fragmentation-price", a.fragmentation_price.is_some()),
+        ] {
+            if given {
+                return Err(bad(format!(
+                    "{flag} works on the task distribution, which --no-task-dist takes away; \
+                     drop one of them"
+                )));
+            }
+        }
+    }
     let thresholds = queue_thresholds(&a.queue_thresholds)?;
     for (f, v) in [
         ("--service-step", a.service_step),
