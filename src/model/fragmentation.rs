@@ -18,15 +18,16 @@
 //! frag_cost = policy.weights.fragmentation / 1000 per milli GPU (default 0.02 a whole GPU of
 //!             fragment, the default price of a stranded GPU, `policy.weights.strand`)
 //! ```
-//! Split gangs (several nodes) carry no term. The proxy makes the MIP prefer, among plans of
-//! equal value, the one whose arrivals together leave the least fragmentation, where the greedy
-//! decides job by job.
+//! Split gangs (several nodes) carry no term. The proxy makes the MIP weigh the fragmentation
+//! a round's arrivals leave together against what starting them is worth (at the default
+//! price it chooses among plans of nearly equal value; at the fill protocol's, a GPU of
+//! fragment costs as much as a GPU started), where the greedy decides job by job.
 
 use super::{Ctx, MipModel, ShareSlot, Vars};
 use crate::heuristics::placement::fragmentation::growth;
 use crate::heuristics::placement::free::{gpu_free_milli, node_free};
 use crate::instance::Instance;
-pub use crate::objective::frag_cost_per_milli;
+use crate::objective::frag_cost_per_milli;
 use crate::round_state::RoundState;
 use crate::state::resource_share;
 use crate::state::ClusterState;
