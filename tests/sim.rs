@@ -919,19 +919,22 @@ fn attained_service_queues_wait_and_weights() {
     assert_eq!(starving.rank(40_000.0, 40_000.0, 1.0), 0);
 }
 
-#[test]
-fn bad_queue_thresholds_and_service_weights_exit_2() {
+/// `simulate` on the Tiresias fixture with `extra` flags exits 2 naming `needle`.
+fn expect_tiresias_refused(extra: &[&str], needle: &str) {
     let jobs = fx("tiresias_jobs.csv");
-    let j = jobs.to_str().unwrap();
-    let base = [
+    let mut args = vec![
         "simulate",
         "--trace",
         "tiresias",
         "--jobs",
-        j,
-        "--planner",
-        "ilp",
+        jobs.to_str().unwrap(),
     ];
+    args.extend(extra);
+    expect_located(&args, needle);
+}
+
+#[test]
+fn bad_queue_thresholds_and_service_weights_exit_2() {
     for (flag, value, needle) in [
         ("--queue-thresholds", "3600,100", "above the previous one"),
         ("--queue-thresholds", "x", "is not a number of GPU-seconds"),
@@ -948,9 +951,7 @@ fn bad_queue_thresholds_and_service_weights_exit_2() {
             "--fragmentation-price is NaN",
         ),
     ] {
-        let mut args = base.to_vec();
-        args.extend([flag, value]);
-        expect_located(&args, needle);
+        expect_tiresias_refused(&["--planner", "ilp", flag, value], needle);
     }
 }
 
@@ -958,25 +959,11 @@ fn bad_queue_thresholds_and_service_weights_exit_2() {
 /// takes it away (they would do nothing).
 #[test]
 fn task_distribution_flags_without_the_distribution_exit_2() {
-    let jobs = fx("tiresias_jobs.csv");
-    let j = jobs.to_str().unwrap();
-    let base = [
-        "simulate",
-        "--trace",
-        "tiresias",
-        "--jobs",
-        j,
-        "--no-task-dist",
-    ];
     for extra in [
         &["--artifact-score"][..],
         &["--fragmentation-price", "0.5"][..],
     ] {
-        let mut args = base.to_vec();
-        args.extend(extra);
-        expect_located(
-            &args,
-            &format!("{} works on the task distribution", extra[0]),
-        );
+        let needle = format!("{} works on the task distribution", extra[0]);
+        expect_tiresias_refused(&[&["--no-task-dist"][..], extra].concat(), &needle);
     }
 }
