@@ -98,9 +98,9 @@ pub struct SimConfig {
 /// Nothing departs under fill and the trace asks for more than the cluster holds, so room
 /// left as fragment is room the run loses for good; in a replay jobs end and fragments heal,
 /// and the policy's default (0.02) stays. (openb fill, load 1.3, 1,213 nodes, the ILP with
-/// the artifact's score, seeds 42-46: at 0.02 a repacking move that starts one more sharer
-/// now at the cost of room for the sharers to come is kept, and `gpushare100` ended below the
-/// greedy; see docs/research.md.)
+/// the artifact's score, seeds 42-51: at 0.02 a repacking move that starts one more sharer
+/// now at the cost of room for the sharers to come is kept, and on `gpushare100` the ILP
+/// ended below the greedy on 4 of 10 seeds; at 1 it is above on all 10: docs/research.md.)
 pub const FILL_FRAGMENTATION_PRICE: f64 = 1.0;
 
 impl SimConfig {
