@@ -855,6 +855,40 @@ fn the_age_clock_decides_which_demoted_long_job_resumes_first() {
 }
 
 #[test]
+fn a_job_preempted_as_often_as_allowed_runs_to_its_end() {
+    let t = two_long_jobs_and_two_short();
+    let mut cfg = SimConfig {
+        checkpoint_s: 60.0,
+        round_time_limit: 1.0,
+        ..SimConfig::default()
+    };
+    cfg.service.thresholds = vec![3600.0];
+    cfg.service.big_gang = None;
+    cfg.service.max_preemptions = Some(1);
+    for p in [PlannerName::Ilp, PlannerName::Greedy] {
+        // "b" preempts "a" at 1000 and "s1" preempts "b" at 2000, once each; "a" resumes after
+        // s1 and, preempted once already, runs to its end (about 11,700 s) while "s2" (6000)
+        // waits for it, where without the limit s2 preempts it (the test above).
+        let r = run(&t, p, &cfg);
+        assert_eq!(r.info.jobs_done, 4, "{p:?}");
+        assert_eq!(r.metrics.preemptions, 2, "{p:?}");
+        let by_id = |id: &str| r.series.jobs.iter().find(|j| j.id == id).unwrap().clone();
+        for j in &r.series.jobs {
+            assert!(j.preemptions <= 1, "{p:?}: {j:?}");
+        }
+        let (a, s2) = (by_id("a"), by_id("s2"));
+        assert!(s2.first_start_s >= a.finish_s - 1e-6, "{p:?}: {a:?} {s2:?}");
+        assert!((11_000.0..13_500.0).contains(&a.finish_s), "{p:?}: {a:?}");
+        assert!(r
+            .info
+            .objective
+            .as_deref()
+            .unwrap()
+            .contains("preemption on, at most 1 per job"));
+    }
+}
+
+#[test]
 fn attained_service_queues_wait_and_weights() {
     use gangplan::sim::service::ServiceObjective;
     let s = ServiceObjective {

@@ -159,6 +159,10 @@ pub struct TraceArgs {
     /// of two).
     #[arg(long)]
     pub service_size_classes: bool,
+    /// replay, attained-service: a job preempted this many times runs to its end once it
+    /// starts again (0, the default: no limit).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub service_max_preemptions: u32,
     /// replay, attained-service: multiplier on the value a preempted job loses (the
     /// `preemption` weight of the plan objective).
     #[arg(long, value_name = "V", default_value_t = 0.5)]
@@ -344,6 +348,7 @@ pub fn config(a: &TraceArgs) -> Result<SimConfig, Failure> {
                 AgeClockArg::Waiting => AgeClock::Waiting,
             },
             preempt: !a.no_preemption,
+            max_preemptions: (a.service_max_preemptions > 0).then_some(a.service_max_preemptions),
             starve: (a.service_starve > 0.0).then_some(a.service_starve),
             size_classes: a.service_size_classes,
             big_gang: (a.service_big_gang > 0.0).then_some(a.service_big_gang),

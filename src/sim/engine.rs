@@ -253,6 +253,8 @@ struct Live {
     slowdown: f64,
     alloc: GpuSet,
     attained: f64,
+    /// Times the job was preempted before this run.
+    preempted: u32,
 }
 
 struct Sim<'a> {
@@ -300,7 +302,7 @@ impl<'a> Sim<'a> {
         if let Some(s) = self.service() {
             let gpus = self.trace.jobs[l.job].gpu_milli_total() as f64 / 1000.0;
             let waited = ServiceObjective::waited(now, l.submit, attained, gpus);
-            (s.rank(attained, waited, gpus), s.preempt)
+            (s.rank(attained, waited, gpus), s.preemptible(l.preempted))
         } else if self.las() {
             (self.queue_priority(attained), true)
         } else {
@@ -675,6 +677,7 @@ fn fill(sim: &mut Sim<'_>, load: f64, batch: usize, progress: Progress<'_>) -> R
                         slowdown: 1.0,
                         alloc: set.clone(),
                         attained: 0.0,
+                        preempted: 0,
                     });
                 }
                 None => {
@@ -856,6 +859,7 @@ fn apply_decision(
             slowdown: f,
             alloc: set.clone(),
             attained: w.1,
+            preempted: tally.preempted.get(&k).copied().unwrap_or(0),
         });
         started = true;
     }

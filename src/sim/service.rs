@@ -134,6 +134,9 @@ pub struct ServiceObjective {
     pub age_clock: AgeClock,
     /// Whether running jobs may be preempted by jobs of a higher queue.
     pub preempt: bool,
+    /// A job preempted this many times runs to its end once it starts again (`None`: no
+    /// limit).
+    pub max_preemptions: Option<u32>,
     /// Starvation limit: a job that has waited at least this many times as long as it ran
     /// is promoted to the first queue (Tiresias' STARVE_LIMIT, here on the totals); `None`:
     /// never.
@@ -169,6 +172,7 @@ impl Default for ServiceObjective {
             aging_cap_hours: 48.0,
             age_clock: AgeClock::Submission,
             preempt: true,
+            max_preemptions: None,
             starve: None,
             size_classes: false,
             big_gang: Some(DEFAULT_BIG_GANG),
@@ -197,6 +201,11 @@ impl ServiceObjective {
     /// first level of its queue (so a waiting job never preempts one of its own queue).
     pub fn priority(&self, attained: f64) -> i64 {
         -(self.queue(attained) as i64) * self.levels()
+    }
+
+    /// Whether a running job preempted `times` times before may be preempted again.
+    pub fn preemptible(&self, times: u32) -> bool {
+        self.preempt && self.max_preemptions.is_none_or(|m| times < m)
     }
 
     /// The size class of a waiting gang of `gpus` GPU-equivalents (0 without size classes).
@@ -273,7 +282,11 @@ impl ServiceObjective {
             self.big_gang.map_or("preempt".to_string(), |f| {
                 format!("of {}% of the GPUs wait", f * 100.0)
             }),
-            if self.preempt { "on" } else { "off" },
+            match (self.preempt, self.max_preemptions) {
+                (false, _) => "off".to_string(),
+                (true, None) => "on".to_string(),
+                (true, Some(m)) => format!("on, at most {m} per job"),
+            },
             self.victim
         )
     }
