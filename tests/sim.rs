@@ -671,6 +671,18 @@ fn long_then_short() -> Trace {
     )
 }
 
+/// The attained-service replay of the small traces here: checkpoints every minute, 1 s
+/// rounds, one queue threshold at 3600 GPU-seconds (a 4-GPU job drops a queue after 900 s).
+fn one_queue_step_at_an_hour() -> SimConfig {
+    let mut cfg = SimConfig {
+        checkpoint_s: 60.0,
+        round_time_limit: 1.0,
+        ..SimConfig::default()
+    };
+    cfg.service.thresholds = vec![3600.0];
+    cfg
+}
+
 /// The run's job completion times, in completion order.
 fn finish_times(r: &Report) -> Vec<f64> {
     r.series.jct_s.clone()
@@ -680,12 +692,7 @@ fn finish_times(r: &Report) -> Vec<f64> {
 fn attained_service_lets_a_short_job_overtake_a_long_one_under_the_ilp() {
     use gangplan::sim::service::ReplayObjective;
     let t = long_then_short();
-    let mut base = SimConfig {
-        checkpoint_s: 60.0,
-        round_time_limit: 1.0,
-        ..SimConfig::default()
-    };
-    base.service.thresholds = vec![3600.0];
+    let mut base = one_queue_step_at_an_hour();
     // Both jobs take the whole 4-GPU cluster: by default the short one is a big gang that
     // preempts nothing and waits for the long one to end.
     for p in [PlannerName::Ilp, PlannerName::Greedy] {
@@ -811,12 +818,7 @@ fn aging_per_job_starts_the_smaller_jobs_of_equal_age_first() {
 fn the_age_clock_decides_which_demoted_long_job_resumes_first() {
     use gangplan::sim::service::AgeClock;
     let t = two_long_jobs_and_two_short();
-    let mut base = SimConfig {
-        checkpoint_s: 60.0,
-        round_time_limit: 1.0,
-        ..SimConfig::default()
-    };
-    base.service.thresholds = vec![3600.0];
+    let mut base = one_queue_step_at_an_hour();
     // Every job takes the whole cluster: let them preempt (no big-gang rule) to see the ages.
     base.service.big_gang = None;
     assert_eq!(base.service.age_clock, AgeClock::Submission);
@@ -857,12 +859,7 @@ fn the_age_clock_decides_which_demoted_long_job_resumes_first() {
 #[test]
 fn a_job_preempted_as_often_as_allowed_runs_to_its_end() {
     let t = two_long_jobs_and_two_short();
-    let mut cfg = SimConfig {
-        checkpoint_s: 60.0,
-        round_time_limit: 1.0,
-        ..SimConfig::default()
-    };
-    cfg.service.thresholds = vec![3600.0];
+    let mut cfg = one_queue_step_at_an_hour();
     cfg.service.big_gang = None;
     cfg.service.max_preemptions = Some(1);
     for p in [PlannerName::Ilp, PlannerName::Greedy] {
