@@ -5,7 +5,7 @@
 //! [`crate::instance::Weights`].
 
 use crate::assignment::Assignment;
-use crate::heuristics::placement::free::node_free;
+use crate::heuristics::placement::free::{gpu_free_milli, node_free};
 use crate::instance::{Instance, PackingWeights, PendingJob, RunningJob, Weights};
 use crate::round_state::RoundState;
 use crate::state::GpuUse;
@@ -306,11 +306,15 @@ pub fn fragmentation_cost(inst: &Instance, a: &Assignment) -> f64 {
 /// with it.
 ///
 /// ```text
-/// slack = frag_cost * ( sum_{n in P} F_n + min( sum_{n not in P} F_n, W ) )
+/// slack = frag_cost * ( sum_{n in P} F_n + min( sum_{n in T \ P} F_n, W ) )
 /// ```
 ///
 /// F_n is node n's fragmentation before the round, P the nodes holding preemptible work (when
-/// the round allows preemption), W the GPU milli every pending job asks. No node ends below 0.
+/// the round allows preemption), T the nodes some pending job can take a GPU or a share of
+/// one from ([`takes_gpu_from`]), W the GPU milli every pending job asks. No node ends below 0.
+/// A node outside P and T keeps its F_n: nothing frees room on it, and the only placements it
+/// can get are CPU-only jobs, which take CPU and memory alone and so can only stop task types
+/// from fitting (F_n(m) of such a type becomes the whole free milli, at least what it was).
 /// On a node the round only takes from (no victim frees anything there), F_n falls by at most
 /// the milli placed on it: against each task type m, a GPU that was a fragment loses what is
 /// taken from it and no more, a GPU that becomes one adds to F_n(m), and where m stops
@@ -334,7 +338,7 @@ pub fn fragmentation_slack(inst: &Instance) -> f64 {
         let f = dist.frag_cached(&node_free(&state, n, i64::MIN));
         if freeable.contains(&n) {
             on_freeable += f;
-        } else {
+        } else if takes_gpu_from(&state, n) {
             taken_from_only += f;
         }
     }
@@ -344,4 +348,22 @@ pub fn fragmentation_slack(inst: &Instance) -> f64 {
         .map(|j| f64::from(j.gpus) * f64::from(j.gpu_milli.unwrap_or(MILLI_PER_GPU)))
         .sum();
     frag_cost_per_milli(inst) * (on_freeable + taken_from_only.min(asked))
+}
+
+/// Whether some pending job can take a GPU, or a share of one, on node n as the round finds
+/// it: a type it accepts, a GPU with the milli it asks free, and CPU and memory for one GPU's
+/// share of it (every placement on n needs at least that).
+fn takes_gpu_from(state: &RoundState, n: usize) -> bool {
+    let node = &state.inst.nodes[n];
+    let free: Vec<u32> = (0..node.gpus)
+        .filter(|&g| !node.down[g as usize])
+        .map(|g| gpu_free_milli(state, n, g, i64::MIN))
+        .collect();
+    let most = free.iter().copied().max().unwrap_or(0);
+    state.inst.pending.iter().any(|job| {
+        job.gpus > 0
+            && job.accepts_type(&node.gpu_type)
+            && most >= job.gpu_milli.unwrap_or(MILLI_PER_GPU)
+            && state.fits_resources(n, job, 1)
+    })
 }

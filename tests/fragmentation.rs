@@ -409,6 +409,53 @@ policy:
     }
 }
 
+/// Three nodes with 2 free GPUs each (a 2000-milli fragment for 3-GPU tasks) and three 2-GPU
+/// jobs waiting (6000 milli asked): where node c's CPU is all taken, no job can take a GPU
+/// there, so its fragment stays whatever the plan, and the slack counts a and b alone.
+#[test]
+fn a_node_no_waiting_job_can_take_from_keeps_its_fragmentation() {
+    use gangplan::objective::fragmentation_slack;
+    use gangplan::solve::Formulation;
+    let round = |c_cpu_taken: u64| {
+        format!(
+            "
+nodes:
+  - {{name: a, gpus: 8, cpu_milli: 16000}}
+  - {{name: b, gpus: 8, cpu_milli: 16000}}
+  - {{name: c, gpus: 8, cpu_milli: 16000}}
+running:
+  - {{id: ra, gpus: {{a: [0, 1, 2, 3, 4, 5]}}}}
+  - {{id: rb, gpus: {{b: [0, 1, 2, 3, 4, 5]}}}}
+  - {{id: rc, gpus: {{c: [0, 1, 2, 3, 4, 5]}}, cpu_milli: {c_cpu_taken}}}
+pending:
+  - {{id: j1, gpus: 2, cpu_milli: 1000}}
+  - {{id: j2, gpus: 2, cpu_milli: 1000}}
+  - {{id: j3, gpus: 2, cpu_milli: 1000}}
+policy:
+  task_distribution:
+    - {{gpus: 3, share: 1}}
+"
+        )
+    };
+    for (c_cpu_taken, removable) in [(16000, 4000.0), (0, 6000.0)] {
+        let inst = Arc::new(parse(&round(c_cpu_taken)));
+        let slack = fragmentation_slack(&inst);
+        assert!(
+            (slack - FRAG_COST_AT_DEFAULT * removable).abs() < 1e-12,
+            "c's CPU taken {c_cpu_taken}: slack {slack}"
+        );
+        for formulation in [Formulation::PerNode, Formulation::Aggregated] {
+            let (_, out) = ilp_solve(&inst, formulation);
+            let bound = out.bound.expect("a bound");
+            assert!(
+                bound >= out.objective - 1e-9,
+                "{formulation:?}: {bound} < {}",
+                out.objective
+            );
+        }
+    }
+}
+
 /// On generated rounds with a task distribution (24 nodes, 40 pending, a third sharers),
 /// every formulation's plan is valid, never below the greedy's objective, and under its bound.
 #[test]
