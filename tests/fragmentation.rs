@@ -369,8 +369,6 @@ policy:
 /// formulation's bound, which adds it, stays at or above its plan.
 #[test]
 fn the_fragmentation_a_round_may_remove_is_at_most_what_its_jobs_take() {
-    use gangplan::objective::fragmentation_slack;
-    use gangplan::solve::Formulation;
     let round = |preemptible: bool| {
         format!(
             "
@@ -391,21 +389,30 @@ policy:
         )
     };
     for (preemptible, removable) in [(false, 1000.0), (true, 2000.0 + 1000.0)] {
-        let inst = Arc::new(parse(&round(preemptible)));
-        let slack = fragmentation_slack(&inst);
+        let inst = parse(&round(preemptible));
+        slack_is_and_bounds_hold(inst, removable, &format!("preemptible {preemptible}"));
+    }
+}
+
+/// The round's fragmentation slack is `removable` milli at the default price, and every
+/// formulation's bound, which adds it, stays at or above its plan.
+fn slack_is_and_bounds_hold(inst: Instance, removable: f64, case: &str) {
+    use gangplan::objective::fragmentation_slack;
+    use gangplan::solve::Formulation;
+    let inst = Arc::new(inst);
+    let slack = fragmentation_slack(&inst);
+    assert!(
+        (slack - FRAG_COST_AT_DEFAULT * removable).abs() < 1e-12,
+        "{case}: slack {slack}"
+    );
+    for formulation in [Formulation::PerNode, Formulation::Aggregated] {
+        let (_, out) = ilp_solve(&inst, formulation);
+        let bound = out.bound.expect("a bound");
         assert!(
-            (slack - FRAG_COST_AT_DEFAULT * removable).abs() < 1e-12,
-            "preemptible {preemptible}: slack {slack}"
+            bound >= out.objective - 1e-9,
+            "{case}, {formulation:?}: {bound} < {}",
+            out.objective
         );
-        for formulation in [Formulation::PerNode, Formulation::Aggregated] {
-            let (_, out) = ilp_solve(&inst, formulation);
-            let bound = out.bound.expect("a bound");
-            assert!(
-                bound >= out.objective - 1e-9,
-                "{formulation:?}: {bound} < {}",
-                out.objective
-            );
-        }
     }
 }
 
@@ -414,8 +421,6 @@ policy:
 /// there, so its fragment stays whatever the plan, and the slack counts a and b alone.
 #[test]
 fn a_node_no_waiting_job_can_take_from_keeps_its_fragmentation() {
-    use gangplan::objective::fragmentation_slack;
-    use gangplan::solve::Formulation;
     let round = |c_cpu_taken: u64| {
         format!(
             "
@@ -438,21 +443,8 @@ policy:
         )
     };
     for (c_cpu_taken, removable) in [(16000, 4000.0), (0, 6000.0)] {
-        let inst = Arc::new(parse(&round(c_cpu_taken)));
-        let slack = fragmentation_slack(&inst);
-        assert!(
-            (slack - FRAG_COST_AT_DEFAULT * removable).abs() < 1e-12,
-            "c's CPU taken {c_cpu_taken}: slack {slack}"
-        );
-        for formulation in [Formulation::PerNode, Formulation::Aggregated] {
-            let (_, out) = ilp_solve(&inst, formulation);
-            let bound = out.bound.expect("a bound");
-            assert!(
-                bound >= out.objective - 1e-9,
-                "{formulation:?}: {bound} < {}",
-                out.objective
-            );
-        }
+        let inst = parse(&round(c_cpu_taken));
+        slack_is_and_bounds_hold(inst, removable, &format!("c's CPU taken {c_cpu_taken}"));
     }
 }
 
