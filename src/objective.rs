@@ -5,7 +5,8 @@
 //! [`crate::instance::Weights`].
 
 use crate::assignment::Assignment;
-use crate::heuristics::placement::free::{gpu_free_milli, node_free};
+use crate::heuristics::placement::free::node_free;
+use crate::instance::task_dist::NodeFree;
 use crate::instance::{Instance, PackingWeights, PendingJob, RunningJob, Weights};
 use crate::round_state::RoundState;
 use crate::state::GpuUse;
@@ -335,10 +336,11 @@ pub fn fragmentation_slack(inst: &Instance) -> f64 {
         .collect();
     let (mut on_freeable, mut taken_from_only) = (0.0, 0.0);
     for n in 0..inst.nodes.len() {
-        let f = dist.frag_cached(&node_free(&state, n, i64::MIN));
+        let free = node_free(&state, n, i64::MIN);
+        let f = dist.frag_cached(&free);
         if freeable.contains(&n) {
             on_freeable += f;
-        } else if takes_gpu_from(&state, n) {
+        } else if f > 0.0 && takes_gpu_from(&state, n, &free) {
             taken_from_only += f;
         }
     }
@@ -351,18 +353,13 @@ pub fn fragmentation_slack(inst: &Instance) -> f64 {
 }
 
 /// Whether some pending job can take a GPU, or a share of one, on node n as the round finds
-/// it: a type it accepts, a GPU with the milli it asks free, and CPU and memory for one GPU's
-/// share of it (every placement on n needs at least that).
-fn takes_gpu_from(state: &RoundState, n: usize) -> bool {
-    let node = &state.inst.nodes[n];
-    let free: Vec<u32> = (0..node.gpus)
-        .filter(|&g| !node.down[g as usize])
-        .map(|g| gpu_free_milli(state, n, g, i64::MIN))
-        .collect();
-    let most = free.iter().copied().max().unwrap_or(0);
+/// it (`free`: the node's free view): a type it accepts, a GPU with the milli it asks free,
+/// and CPU and memory for one GPU's share of it (every placement on n needs at least that).
+fn takes_gpu_from(state: &RoundState, n: usize, free: &NodeFree) -> bool {
+    let most = free.free.iter().copied().max().unwrap_or(0);
     state.inst.pending.iter().any(|job| {
         job.gpus > 0
-            && job.accepts_type(&node.gpu_type)
+            && job.accepts_type(&free.gpu_type)
             && most >= job.gpu_milli.unwrap_or(MILLI_PER_GPU)
             && state.fits_resources(n, job, 1)
     })
