@@ -318,6 +318,28 @@ fn cpu_and_memory_count_together_per_node() {
     assert!(!agg.assignment.placed.contains_key(&job(&inst, "second")));
 }
 
+/// A preemptible CPU-only job holds the CPU a gang needs: the bound counts the CPU its
+/// preemption frees (a victim without a GPU is still a victim of the node's CPU rows), so it
+/// proves the plan that preempts it and starts the gang optimal.
+#[test]
+fn a_cpu_only_victim_frees_its_cpu_in_the_bound() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "cpu-only-victim",
+        "the CPU of a victim without a GPU is not counted as freed",
+    );
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "train")));
+    // The default formulation keeps the lower of the two models' bounds: the aggregated
+    // model's must hold too, or no bound is claimed.
+    let topo = Arc::new(Topology::new(&inst));
+    let auto = solve(&inst, &topo, &opts(&inst, Formulation::Auto));
+    let bound = auto.bound.expect("a bound is claimed");
+    assert!(
+        (bound - auto.objective).abs() <= 1e-6,
+        "bound {bound} against the plan's {}",
+        auto.objective
+    );
+}
+
 /// One node's CPU holds one job of 16 CPU or two of 8, never one of each: counted by GPUs
 /// per level the node holds both, and the bound credits the high-priority job and a small
 /// one; the rows of CPU amounts per node prove the plan that starts both small jobs optimal.

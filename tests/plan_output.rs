@@ -101,3 +101,21 @@ fn a_bound_never_rounds_below_the_objective_and_a_gap_is_never_negative() {
     assert!(back.solver.bound.unwrap() >= back.solver.objective);
     assert_eq!(back.solver.gap, Some(0.0));
 }
+
+/// A preempted CPU-only job frees no GPU: its reason names its CPU and memory and the job that
+/// takes them, not "0 GPUs".
+#[test]
+fn a_cpu_only_victim_frees_its_cpu_and_memory_for_the_job_on_its_node() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/cpu-only-victim.yaml");
+    let inst = load_instance_file(&path, &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let reasons: Vec<(&str, &str)> = plan
+        .preemptions
+        .iter()
+        .map(|p| (p.job.as_str(), p.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [("cpu-hog", "frees its CPU and memory on n1 for train")]
+    );
+}

@@ -89,18 +89,33 @@ fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
 }
 
 /// Running job k preempted, with what it frees and for whom: `frees 4 GPUs on n1 for a, b`
-/// (the placed jobs given any of its GPUs), or `for higher-priority work` when none is.
+/// (the placed jobs given any of its GPUs), or `for higher-priority work` when none is; a
+/// CPU-only job `frees its CPU and memory on n1 for a` (the jobs placed on its node).
 fn preemption(
     inst: &Instance,
     takers: &HashMap<(NodeIx, u32), Vec<usize>>,
     k: usize,
 ) -> Preemption {
     let r = &inst.running[k];
+    // A job without a GPU on a node frees its CPU and memory there: the jobs placed on that
+    // node take them.
+    let gpuless: BTreeSet<NodeIx> = r
+        .gpus
+        .iter()
+        .filter(|(_, idx)| idx.is_empty())
+        .map(|(n, _)| *n)
+        .collect();
     let on_its_gpus: BTreeSet<usize> = r
         .gpus
         .iter()
         .flat_map(|(n, idx)| idx.iter().map(move |&g| (*n, g)))
         .filter_map(|gpu| takers.get(&gpu))
+        .chain(
+            takers
+                .iter()
+                .filter(|((n, _), _)| gpuless.contains(n))
+                .map(|(_, jobs)| jobs),
+        )
         .flatten()
         .copied()
         .collect();
@@ -111,12 +126,9 @@ fn preemption(
     let where_: Vec<String> = r
         .gpus
         .iter()
-        .map(|(n, idx)| {
-            format!(
-                "{} on {}",
-                gpus_phrase(idx.len() as u32),
-                inst.nodes[*n].name
-            )
+        .map(|(n, idx)| match idx.len() {
+            0 => format!("its CPU and memory on {}", inst.nodes[*n].name),
+            g => format!("{} on {}", gpus_phrase(g as u32), inst.nodes[*n].name),
         })
         .collect();
     let reason = if takers.is_empty() {

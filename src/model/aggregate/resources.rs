@@ -247,6 +247,16 @@ fn node_rooms(
     supply: &Supply,
     resource: Resource,
 ) -> Vec<NodeRoom> {
+    // Candidate victims that hold no GPU (CPU-only jobs): preempting one frees its CPU and
+    // memory on its node.
+    let mut gpuless: Vec<Vec<usize>> = vec![Vec::new(); inst.nodes.len()];
+    for (k, r) in inst.running.iter().enumerate() {
+        if supply.preempt[k].is_some() && r.gpu_count() == 0 {
+            for &(n, _) in &r.gpus {
+                gpuless[n].push(k);
+            }
+        }
+    }
     (0..inst.nodes.len())
         .map(|n| {
             let mut free = 0;
@@ -269,6 +279,7 @@ fn node_rooms(
                     _ => {}
                 }
             }
+            held.extend(gpuless[n].iter().map(|&k| (k, 0)));
             let victims = held
                 .into_iter()
                 .map(|(k, g)| {
