@@ -392,7 +392,10 @@ impl<'a> RoundState<'a> {
         }
         let cpu = resource_share(job.cpu_milli, on_node, job.gpus) as i64;
         let mem = resource_share(job.memory_mib, on_node, job.gpus) as i64;
-        self.cpu_free[n].is_none_or(|c| c >= cpu) && self.mem_free[n].is_none_or(|m| m >= mem)
+        // A job that asks none of a resource fits it even on a node already over capacity
+        // (the plan adds nothing there).
+        let fits = |left: Option<i64>, need: i64| need == 0 || left.is_none_or(|l| l >= need);
+        fits(self.cpu_free[n], cpu) && fits(self.mem_free[n], mem)
     }
 
     /// The most of `job`'s GPUs node n has CPU and memory for (and admits under the round's
@@ -406,8 +409,8 @@ impl<'a> RoundState<'a> {
         let most = |left: Option<i64>, total: u64| -> u64 {
             match left {
                 None => u64::MAX,
-                Some(l) if l < 0 => 0,
                 Some(_) if total == 0 => u64::MAX,
+                Some(l) if l < 0 => 0,
                 Some(l) if job.gpus <= 1 => {
                     if l as u64 >= total {
                         u64::MAX

@@ -118,9 +118,11 @@ impl ClusterState {
         (0..self.gpus.len()).map(|n| self.node_busy_count(n)).sum()
     }
 
-    /// Whether node n has room for `cpu` and `mem` more.
+    /// Whether node n has room for `cpu` and `mem` more (asking none of a resource always
+    /// fits it, even on a node already over capacity).
     pub fn fits_resources(&self, n: NodeIx, cpu: u64, mem: u64) -> bool {
-        self.cpu_free[n].is_none_or(|c| c >= cpu as i64)
-            && self.mem_free[n].is_none_or(|m| m >= mem as i64)
+        let fits =
+            |left: Option<i64>, need: u64| need == 0 || left.is_none_or(|l| l >= need as i64);
+        fits(self.cpu_free[n], cpu) && fits(self.mem_free[n], mem)
     }
 }

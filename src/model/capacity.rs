@@ -5,7 +5,10 @@
 //! shared GPU g:           sum_j m_j s_jg <= 1000 - milli_g + sum_{k sharer on g} m_k p_k
 //! fresh sharing slot i:   sum_j m_j s_j(n,i) <= 1000 z_ni,      z_ni >= z_n(i+1)
 //! CPU of node n:          sum_j cpu_jn + sum_sharers cpu_j s + sum_cpu-only cpu_j c_jn
-//!                           - sum_k cpu_kn p_k <= max(0, cpu_free_n)       (memory alike)
+//!                           - sum_k cpu_kn p_k <= cpu_free_n               (memory alike)
+//!   on a node over capacity before the round (cpu_free_n = -D < 0), for every binary u of a
+//!   placement there that takes CPU: (the same left side) + D u <= 0: what is placed must fit
+//!   in what the victims free beyond the deficit, and with nothing placed no victim is forced
 //!   cpu_jn = ceil(cpu_j k / g_j) u_jn for fixed cells; for free ones cpu_j / g_j x_jn when
 //!   g_j divides cpu_j (the share is then exact), else cpu_j / g_j x_jn + u_jn (the +u_jn
 //!   covers the rounding up of SPEC's ceil share, one unit more than it can be).
@@ -141,14 +144,15 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
     ] {
         let Some(free) = cap else { continue };
         let mut lhs = Expression::from(0.0);
-        let mut any = false;
+        // The binaries of the placements on n that take some of the resource.
+        let mut users = Vec::new();
         for (j, job) in inst.pending.iter().enumerate() {
             let total = job_total(job);
             if total == 0 {
                 continue;
             }
             for cell in m.vars.cells[j].iter().filter(|c| c.node == n) {
-                any = true;
+                users.push(cell.used);
                 match cell.count {
                     CellCount::Fixed(k) => {
                         lhs.add_mul(resource_share(total, k, job.gpus) as f64, cell.used)
@@ -164,18 +168,18 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
             for (slot, s) in &m.vars.share[j] {
                 let (ShareSlot::Existing(sn, _) | ShareSlot::Fresh(sn, _)) = *slot;
                 if sn == n {
-                    any = true;
+                    users.push(*s);
                     lhs.add_mul(total as f64, *s);
                 }
             }
             for (cn, c) in &m.vars.cpu_only[j] {
                 if *cn == n {
-                    any = true;
+                    users.push(*c);
                     lhs.add_mul(total as f64, *c);
                 }
             }
         }
-        if !any {
+        if users.is_empty() {
             continue;
         }
         for (k, r) in inst.running.iter().enumerate() {
@@ -189,6 +193,15 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
                 }
             }
         }
-        m.constraints.push(lhs.leq(free.max(0) as f64));
+        if free >= 0 {
+            m.constraints.push(lhs.leq(free as f64));
+            continue;
+        }
+        // Over capacity before the round (by D): a placement there needs victims freeing D
+        // more than it takes; with none, nothing forces a preemption.
+        let deficit = -free as f64;
+        for u in users {
+            m.constraints.push((lhs.clone() + deficit * u).leq(0.0));
+        }
     }
 }

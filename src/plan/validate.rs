@@ -225,6 +225,9 @@ struct NodeTally {
     mem_used: Vec<i128>,
     cpu_before: Vec<i128>,
     mem_before: Vec<i128>,
+    /// What the placed jobs take, per node.
+    cpu_placed: Vec<i128>,
+    mem_placed: Vec<i128>,
 }
 
 impl NodeTally {
@@ -235,6 +238,8 @@ impl NodeTally {
             mem_used: vec![0; inst.nodes.len()],
             cpu_before: vec![0; inst.nodes.len()],
             mem_before: vec![0; inst.nodes.len()],
+            cpu_placed: vec![0; inst.nodes.len()],
+            mem_placed: vec![0; inst.nodes.len()],
         };
         for (k, r) in inst.running.iter().enumerate() {
             let total: usize = r.gpus.iter().map(|(_, g)| g.len()).sum();
@@ -318,8 +323,14 @@ fn check_placement<'i>(
             check_gpu(inst, job, n, g, &mut uniq, &mut tally.gpus, out);
         }
         let total = job.gpus as usize;
-        tally.nodes.cpu_used[n] += node_share(job.cpu_milli, idx.len(), total);
-        tally.nodes.mem_used[n] += node_share(job.memory_mib, idx.len(), total);
+        let (cpu, mem) = (
+            node_share(job.cpu_milli, idx.len(), total),
+            node_share(job.memory_mib, idx.len(), total),
+        );
+        tally.nodes.cpu_used[n] += cpu;
+        tally.nodes.mem_used[n] += mem;
+        tally.nodes.cpu_placed[n] += cpu;
+        tally.nodes.mem_placed[n] += mem;
     }
     check_locality(job, p.gpus.len() as u32, racks.len(), pods.len(), out);
 }
@@ -535,12 +546,15 @@ fn check_quotas(inst: &Instance, tenants: &TenantTally, out: &mut Vec<String>) {
     }
 }
 
-/// Rule 7: CPU and memory, where a node gives them, fit after the round, unless the node
-/// needs no more than before the round (a node already over is not made worse).
+/// Rule 7: CPU and memory, where a node gives them, fit after the round, unless the node was
+/// over before the round and the plan adds nothing to it (it places no job that takes the
+/// resource there, and the running jobs it keeps need no more than before).
 fn check_cpu_and_memory(inst: &Instance, nodes: &NodeTally, out: &mut Vec<String>) {
+    let adds = |used: i128, before: i128, placed: i128| used > before || placed > 0;
     for (n, node) in inst.nodes.iter().enumerate() {
         if let Some(c) = node.cpu_milli {
-            if nodes.cpu_used[n] > c as i128 && nodes.cpu_used[n] > nodes.cpu_before[n] {
+            let (used, placed) = (nodes.cpu_used[n], nodes.cpu_placed[n]);
+            if used > c as i128 && adds(used, nodes.cpu_before[n], placed) {
                 out.push(format!(
                     "rule 7: node {} needs {} cpu_milli; it has {c}",
                     node.name, nodes.cpu_used[n]
@@ -548,7 +562,8 @@ fn check_cpu_and_memory(inst: &Instance, nodes: &NodeTally, out: &mut Vec<String
             }
         }
         if let Some(m) = node.memory_mib {
-            if nodes.mem_used[n] > m as i128 && nodes.mem_used[n] > nodes.mem_before[n] {
+            let (used, placed) = (nodes.mem_used[n], nodes.mem_placed[n]);
+            if used > m as i128 && adds(used, nodes.mem_before[n], placed) {
                 out.push(format!(
                     "rule 7: node {} needs {} memory_mib; it has {m}",
                     node.name, nodes.mem_used[n]

@@ -164,6 +164,10 @@ pub struct Topology {
     /// Per GPU type: whether each of its nodes is a node unit of its own (no rack-scale
     /// NVLink domain joins it to others).
     type_units_are_nodes: Vec<bool>,
+    /// Whether some node unit joins nodes of different GPU types (an NVLink domain named on
+    /// nodes of two types): then a gang's GPUs of several types may share one unit, and the
+    /// aggregated model counts no unit per type.
+    pub units_mix_types: bool,
     /// Bandwidths of the network tiers.
     pub network: NetworkBandwidth,
     /// Largest unit capacity per (accepted types, GPUs per node), computed on first use.
@@ -220,6 +224,9 @@ impl Topology {
         for (n, &t) in node_type.iter().enumerate() {
             type_units_are_nodes[t] &= domains[0][unit_of[n]].len() == 1;
         }
+        let units_mix_types = domains[0]
+            .iter()
+            .any(|unit| unit.iter().any(|&n| node_type[n] != node_type[unit[0]]));
         Topology {
             graph,
             node_vertex,
@@ -233,6 +240,7 @@ impl Topology {
             type_names,
             node_type,
             type_units_are_nodes,
+            units_mix_types,
             network,
             unit_capacity: Default::default(),
         }

@@ -172,11 +172,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         terms[t].starts = starts;
     }
     tenant_rows(inst, &terms, integer, &mut m);
-    let freed: Vec<Vec<(f64, Variable)>> = supply
-        .victims
-        .iter()
-        .map(|v| v.iter().map(|&(_, g, var)| (g, var)).collect())
-        .collect();
+    let freed = packing::Freed::new(topo, &before, &supply);
     let floor = packing::floor(inst, topo, &before, &mut m.problem, integer, &takes, &freed);
     m.objective += floor.objective;
     m.constant += floor.constant;

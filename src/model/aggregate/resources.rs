@@ -247,13 +247,13 @@ fn node_rooms(
     supply: &Supply,
     resource: Resource,
 ) -> Vec<NodeRoom> {
-    // Candidate victims that hold no GPU (CPU-only jobs): preempting one frees its CPU and
-    // memory on its node.
-    let mut gpuless: Vec<Vec<usize>> = vec![Vec::new(); inst.nodes.len()];
+    // Candidate victims by the nodes they are on: preempting one frees its CPU and memory
+    // there even where it holds no usable GPU (a CPU-only job, or one whose GPUs are down).
+    let mut listed: Vec<Vec<usize>> = vec![Vec::new(); inst.nodes.len()];
     for (k, r) in inst.running.iter().enumerate() {
-        if supply.preempt[k].is_some() && r.gpu_count() == 0 {
+        if supply.preempt[k].is_some() {
             for &(n, _) in &r.gpus {
-                gpuless[n].push(k);
+                listed[n].push(k);
             }
         }
     }
@@ -279,7 +279,9 @@ fn node_rooms(
                     _ => {}
                 }
             }
-            held.extend(gpuless[n].iter().map(|&k| (k, 0)));
+            for &k in &listed[n] {
+                held.entry(k).or_insert(0);
+            }
             let victims = held
                 .into_iter()
                 .map(|(k, g)| {

@@ -38,6 +38,10 @@ pub type UnitRows = BTreeMap<(usize, u32), Expression>;
 /// Per type: whether its node units hold several nodes (the types these rows are for).
 pub fn multi_node_types(topo: &Topology) -> Vec<bool> {
     let ntypes = topo.type_names.len();
+    if topo.units_mix_types {
+        // A unit's room is not one type's: no rows (a relaxation).
+        return vec![false; ntypes];
+    }
     (0..ntypes)
         .map(|t| !topo.units_are_nodes_on(&(0..ntypes).map(|s| s == t).collect::<Vec<_>>()))
         .collect()

@@ -50,7 +50,9 @@ pub fn charge(
     xs: &[(usize, Variable)],
 ) -> Option<Expression> {
     let job = &inst.pending[members[0]];
-    if job.gpus < 2 || job.node_limit() < 2 || job.gpu_milli.is_some() {
+    // Where a unit holds several types, GPUs of two types may share one unit: the count of
+    // units per type below does not hold.
+    if job.gpus < 2 || job.node_limit() < 2 || job.gpu_milli.is_some() || topo.units_mix_types {
         return None;
     }
     let g = f64::from(job.gpus);
