@@ -372,6 +372,29 @@ impl<'a> RoundState<'a> {
         }
     }
 
+    /// Whether running job k may be preempted now: a sharer whose GPU already holds a job
+    /// placed this round that does not outrank it may not (that job would then sit on a
+    /// preempted job's GPU, SPEC rule 5).
+    pub fn may_preempt(&self, k: usize) -> bool {
+        let r = &self.inst.running[k];
+        if r.gpu_milli.is_none() {
+            return true;
+        }
+        let gpus: Vec<(NodeIx, u32)> = r
+            .gpus
+            .iter()
+            .flat_map(|(n, idx)| idx.iter().map(move |&g| (*n, g)))
+            .filter(|&(n, g)| self.shared_added[n][g as usize] > 0)
+            .collect();
+        gpus.is_empty()
+            || self.assignment.placed.iter().all(|(&j, set)| {
+                self.inst.pending[j].priority > r.priority
+                    || !gpus
+                        .iter()
+                        .any(|(n, g)| set.get(n).is_some_and(|idx| idx.contains(g)))
+            })
+    }
+
     /// Whether a GPU is already shared (before or this round).
     pub fn is_shared(&self, n: NodeIx, g: u32) -> bool {
         self.shared_added[n][g as usize] > 0

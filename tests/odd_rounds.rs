@@ -273,3 +273,20 @@ fn most_odd_rounds_are_valid() {
         .count();
     assert!(valid >= 150, "{valid} of 200 drawn rounds are valid");
 }
+
+/// A sharer placed beside a running sharer of its own priority, then a higher-priority sharer
+/// that needs the running one's room: preempting it would leave the first on a preempted
+/// job's GPU (rule 5), so neither planner may; both once wrote no plan at all.
+#[test]
+fn a_sharer_beside_an_equal_running_sharer_keeps_it_from_preemption() {
+    let text = "{nodes: [{name: a, gpus: 2}],
+        running: [{id: r0, preemptible: true, gpus: {a: [1]}, gpu_milli: 250},
+                  {id: r3, preemptible: true, gpus: {a: [0]}}],
+        pending: [{id: p35, gpus: 1, priority: 1, gpu_milli: 500},
+                  {id: p37, gpus: 1, gpu_milli: 500, wait: 100000}]}";
+    let inst = instance_result(text).expect("a valid round");
+    for planner in [PlannerKind::Greedy, PlannerKind::Ilp] {
+        let plan = plan_round(inst.clone(), planner, None).unwrap();
+        validate_plan(&inst, &plan).unwrap_or_else(|e| panic!("{planner:?}: {e}"));
+    }
+}

@@ -548,6 +548,7 @@ fn victim_candidates(
             !state.preempted[k]
                 && r.priority < job.priority
                 && r.gpus.iter().any(|(n, _)| mask[topo.node_type[*n]])
+                && state.may_preempt(k)
         })
         .take(MAX_VICTIMS_TRIED)
         .collect()

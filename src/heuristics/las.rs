@@ -61,7 +61,10 @@ fn place_by_preemption(state: &mut RoundState, topo: &Topology, j: usize) {
     let mut victims: Vec<usize> = (0..inst.running.len())
         .filter(|&k| {
             let r = &inst.running[k];
-            r.preemptible && !state.preempted[k] && r.priority < job.priority
+            r.preemptible
+                && !state.preempted[k]
+                && r.priority < job.priority
+                && state.may_preempt(k)
         })
         .collect();
     victims.sort_by(|&a, &b| {
