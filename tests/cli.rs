@@ -587,3 +587,35 @@ fn validate_holds_a_job_placed_on_a_node_over_capacity_to_its_capacity() {
         text(&v.stdout)
     );
 }
+
+/// A GPU a running sharer held before the round stays shared for the round: preempting the
+/// sharer does not let a whole-GPU job take it (rule 3), which is what the planners and their
+/// bounds assume.
+#[test]
+fn validate_keeps_a_gpu_shared_before_the_round_from_a_whole_gpu_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("shared.yaml");
+    std::fs::write(
+        &inst,
+        "nodes:\n  - {name: a, gpus: 1}\n\
+         running:\n  - {id: r1, gpus: {a: [0]}, gpu_milli: 500, preemptible: true}\n\
+         pending:\n  - {id: c, gpus: 1, priority: 9}\n",
+    )
+    .unwrap();
+    let out = gangplan(&["solve", inst.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["placements"].as_array().unwrap().len(), 0);
+    plan["placements"] = serde_json::json!([{"job": "c", "gpus": {"a": [0]}}]);
+    plan["preemptions"] = serde_json::json!([{"job": "r1", "reason": "frees 1 GPU on a for c"}]);
+    plan["pending"] = serde_json::json!([]);
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, plan.to_string()).unwrap();
+    let v = gangplan(&["validate", inst.to_str().unwrap(), path.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(3), "{}", text(&v.stdout));
+    assert!(
+        text(&v.stdout).contains("rule 3: GPU a:0 was shared before the round"),
+        "{}",
+        text(&v.stdout)
+    );
+}

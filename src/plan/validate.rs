@@ -477,8 +477,30 @@ fn check_locality(job: &PendingJob, nodes: u32, racks: usize, pods: usize, out: 
 }
 
 /// Rule 3 for shared GPUs: sharers total at most 1000 milli, and a shared GPU is not also
-/// given whole.
+/// given whole; a GPU running sharers held before the round stays shared for the round, even
+/// with them all preempted (the planners never give it whole, and their bounds count on it).
 fn check_shared_gpus(inst: &Instance, gpus: &GpuTally, out: &mut Vec<String>) {
+    let shared_before: BTreeSet<(usize, u32)> = inst
+        .running
+        .iter()
+        .filter(|r| r.gpu_milli.is_some())
+        .flat_map(|r| {
+            r.gpus
+                .iter()
+                .flat_map(|(n, idx)| idx.iter().map(|&g| (*n, g)))
+        })
+        .collect();
+    for gpu in shared_before
+        .iter()
+        .filter(|gpu| !gpus.milli.contains_key(gpu))
+    {
+        if let Some(id) = gpus.given_whole.get(gpu) {
+            out.push(format!(
+                "rule 3: GPU {}:{} was shared before the round and is never given whole; it is given whole to {id:?}",
+                inst.nodes[gpu.0].name, gpu.1
+            ));
+        }
+    }
     for (&(n, g), &m) in &gpus.milli {
         if m > 1000 {
             out.push(format!(
