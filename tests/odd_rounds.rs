@@ -290,3 +290,21 @@ fn a_sharer_beside_an_equal_running_sharer_keeps_it_from_preemption() {
         validate_plan(&inst, &plan).unwrap_or_else(|e| panic!("{planner:?}: {e}"));
     }
 }
+
+/// `tenant: default` names the same tenant as no tenant, wherever the job stands in the list:
+/// with a tenants section that does not list `default`, the round was refused when the job
+/// naming it came before any job without a tenant, and accepted after one.
+#[test]
+fn naming_the_default_tenant_does_not_depend_on_the_order_of_the_jobs() {
+    for pending in [
+        "[{id: q, gpus: 1, tenant: default}, {id: p, gpus: 1}]",
+        "[{id: p, gpus: 1}, {id: q, gpus: 1, tenant: default}]",
+    ] {
+        let text = format!(
+            "{{nodes: [{{name: a, gpus: 2}}], tenants: [{{name: t0}}], pending: {pending}}}"
+        );
+        let inst = instance_result(&text).unwrap_or_else(|e| panic!("{pending}: {e}"));
+        assert_eq!(inst.pending[0].tenant, inst.pending[1].tenant, "{pending}");
+        assert_eq!(inst.tenants[inst.pending[0].tenant].name, "default");
+    }
+}

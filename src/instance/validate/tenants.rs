@@ -1,5 +1,5 @@
 //! The `tenants` section, and the tenant each job names: a listed one, or `default` (added
-//! when a job names no tenant, or names `default` while no tenants are listed).
+//! when a job names no tenant or names `default`, and it is not listed).
 
 use super::issues::Issues;
 use super::limits;
@@ -14,7 +14,6 @@ pub struct TenantTable {
     /// Tenants, listed ones first in file order.
     pub tenants: Vec<Tenant>,
     by_name: BTreeMap<String, usize>,
-    listed: bool,
 }
 
 /// Check the listed tenants (`None`: no `tenants:` section).
@@ -22,7 +21,6 @@ pub fn check(is: &mut Issues, raw: Option<&[RawTenant]>) -> TenantTable {
     let mut table = TenantTable {
         tenants: Vec::new(),
         by_name: BTreeMap::new(),
-        listed: raw.is_some(),
     };
     let Some(ts) = raw else {
         return table;
@@ -84,7 +82,8 @@ impl TenantTable {
         if let Some(&t) = self.by_name.get(&n) {
             return t;
         }
-        if name.is_none() || !self.listed && n == "default" {
+        // Naming `default` is the same as naming no tenant, whatever the order of the jobs.
+        if n == "default" {
             self.tenants.push(Tenant {
                 name: n.clone(),
                 weight: 1.0,
