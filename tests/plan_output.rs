@@ -119,3 +119,18 @@ fn a_cpu_only_victim_frees_its_cpu_and_memory_for_the_job_on_its_node() {
         [("cpu-hog", "frees its CPU and memory on n1 for train")]
     );
 }
+
+/// A GPU whose only sharer is preempted (for the CPU a CPU-only job needs) and that nothing
+/// takes is idle after the round: it is not counted busy.
+#[test]
+fn a_gpu_whose_sharers_are_all_preempted_is_not_busy_after_the_round() {
+    let text = "{nodes: [{name: a, gpus: 2, cpu_milli: 1000}],
+        running: [{id: s1, gpus: {a: [0]}, gpu_milli: 500, preemptible: true, cpu_milli: 1000}],
+        pending: [{id: c, gpus: 0, priority: 5, cpu_milli: 1000}],
+        policy: {weights: {cpu_job: 100}}}";
+    let inst = gangplan::instance::parse_instance(text, "round", &ModelLibrary::builtin()).unwrap();
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    assert_eq!(plan.preemptions.len(), 1);
+    assert_eq!(plan.metrics.gpus_busy_before, 1);
+    assert_eq!(plan.metrics.gpus_busy_after, 0);
+}

@@ -6,7 +6,7 @@ use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
 use super::types::*;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, Locality, NodeIx, Reservation};
-use crate::state::ClusterState;
+use crate::state::{ClusterState, GpuUse};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
@@ -51,7 +51,7 @@ pub fn render_plan_until(
         format: PLAN_FORMAT.to_string(),
         status,
         solver,
-        metrics: metrics(inst, &before, &after, a, &placements, &pending),
+        metrics: metrics(inst, &before, a, &placements, &pending),
         placements,
         preemptions,
         pending,
@@ -271,22 +271,46 @@ fn note_unexplained(solver: &mut SolverInfo, pending: &[PendingEntry]) {
     }
 }
 
-/// The round's metrics. Busy after the round = usable GPUs not free whole after it (shared
-/// GPUs count busy).
+/// Usable GPUs some job holds after the round: a kept running job (whole, or one sharer of
+/// it at least) or a placed job.
+fn busy_after(before: &ClusterState, a: &Assignment) -> u32 {
+    let preempted: BTreeSet<usize> = a.preempted.iter().copied().collect();
+    let mut busy: BTreeSet<(NodeIx, u32)> = BTreeSet::new();
+    for (n, gpus) in before.gpus.iter().enumerate() {
+        for (g, u) in gpus.iter().enumerate() {
+            let kept = match u {
+                GpuUse::Whole(k) => !preempted.contains(k),
+                GpuUse::Shared { jobs, .. } => jobs.iter().any(|k| !preempted.contains(k)),
+                _ => false,
+            };
+            if kept {
+                busy.insert((n, g as u32));
+            }
+        }
+    }
+    for set in a.placed.values() {
+        busy.extend(
+            set.iter()
+                .flat_map(|(n, idx)| idx.iter().map(move |&g| (*n, g))),
+        );
+    }
+    busy.len() as u32
+}
+
+/// The round's metrics. Busy after the round = usable GPUs some job holds after it (a GPU
+/// whose sharers are all preempted and that nothing takes is idle).
 fn metrics(
     inst: &Instance,
     before: &ClusterState,
-    after: &AfterRound,
     a: &Assignment,
     placements: &[Placement],
     pending: &[PendingEntry],
 ) -> Metrics {
     let usable = inst.gpus_usable();
-    let free_after_total: u32 = after.free.iter().sum();
     Metrics {
         gpus_total: inst.gpus_total(),
         gpus_busy_before: before.busy_count(),
-        gpus_busy_after: usable - free_after_total.min(usable),
+        gpus_busy_after: busy_after(before, a),
         gpus_down: inst.gpus_total() - usable,
         jobs_placed: placements.len() as u32,
         jobs_pending: pending.len() as u32,
