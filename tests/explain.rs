@@ -327,6 +327,21 @@ fn prices_value_scarce_gpus_and_binding_quotas() {
     assert_eq!(get(&p.quotas, "B"), 0.0);
 }
 
+/// A round where no job can go anywhere (none waits; or every one asks a type nobody has)
+/// has an empty LP: every price is 0, not a solver error.
+#[test]
+fn prices_of_a_round_nothing_can_use_are_zero() {
+    for pending in ["[]", "[{id: x, gpus: 1, gpu_type: Z}]"] {
+        let text = format!("{{nodes: [{{name: a, gpus: 2}}], pending: {pending}}}");
+        let inst =
+            gangplan::instance::parse_instance(&text, "round", &ModelLibrary::builtin()).unwrap();
+        let p = prices(&inst, &Topology::new(&inst)).unwrap();
+        assert!(p.lp_objective.is_finite(), "{pending}");
+        let all = p.nodes.iter().chain(&p.gpu_types).chain(&p.racks);
+        assert!(all.clone().all(|n| n.price == 0.0), "{pending}: {p:?}");
+    }
+}
+
 fn gangplan(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_gangplan"))
         .args(args)

@@ -133,21 +133,29 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
             return Err(Error::Solver("HiGHS refused to drop integrality".into()));
         }
     }
+    let rows = hm.num_rows();
     let solved = hm
         .try_solve()
         .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
-    if solved.status() != highs::HighsModelStatus::Optimal {
-        return Err(Error::Solver(format!(
-            "the LP relaxation ended with status {:?}",
-            solved.status()
-        )));
-    }
-    let sol = solved.get_solution();
-    let duals = sol.dual_rows();
-    let values = sol.columns();
     // HiGHS reports duals as d(objective)/d(bound) in the sense of the model (maximised here),
-    // for rows and for columns at a bound alike.
-    let col_duals = sol.dual_columns();
+    // for rows and for columns at a bound alike. A round where no job can go anywhere has an
+    // empty model: every price is 0.
+    let (duals, values, col_duals) = match solved.status() {
+        highs::HighsModelStatus::Optimal => {
+            let sol = solved.get_solution();
+            (
+                sol.dual_rows().to_vec(),
+                sol.columns().to_vec(),
+                sol.dual_columns().to_vec(),
+            )
+        }
+        highs::HighsModelStatus::ModelEmpty => (vec![0.0; rows], vec![0.0; cols], vec![0.0; cols]),
+        other => {
+            return Err(Error::Solver(format!(
+                "the LP relaxation ended with status {other:?}"
+            )))
+        }
+    };
 
     let nodes: Vec<Price> = (0..inst.nodes.len())
         .map(|n| {
