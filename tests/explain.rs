@@ -510,3 +510,21 @@ pending:
         run(true)
     );
 }
+
+/// A gang of a million GPUs on one node: the nodes the explanation would add pass the
+/// instance's node limit. That is a verdict on the suggestion (not re-planned, and why), not
+/// an error in the user's file.
+#[test]
+fn a_suggestion_past_the_node_limit_is_not_re_planned_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.yaml");
+    std::fs::write(
+        &file,
+        "nodes: [{name: a, gpus: 8}]\npending: [{id: big, gpus: 1000000}]\n",
+    )
+    .unwrap();
+    let (code, out, err) = gangplan(&["explain", file.to_str().unwrap(), "big"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("not re-planned"), "{out}");
+    assert!(out.contains("the limit is 100000"), "{out}");
+}

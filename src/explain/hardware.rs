@@ -16,7 +16,7 @@ use super::relax::{self, Change, Relaxation};
 use super::round::Round;
 use super::whatif::{self, WhatIf};
 use super::Verification;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hardware::{HardwareModel, ModelLibrary};
 use crate::instance::raw::RawInstance;
 use crate::instance::PendingJob;
@@ -158,7 +158,24 @@ fn starts_with(
         })
         .collect();
     let changed = whatif::apply(raw, &changes, lib, source)?;
-    let round = Round::plan(&changed, lib, source)?;
+    let round = match Round::plan(&changed, lib, source) {
+        Ok(round) => round,
+        // The order is the suggestion's, not the user's input: a cluster it makes too large
+        // is a verdict on the order.
+        Err(Error::Input { issues, .. }) => {
+            let what: Vec<String> = issues
+                .iter()
+                .map(|i| format!("{}: {}", i.path, i.message))
+                .collect();
+            return Ok(Verification::NotRun {
+                why: format!(
+                    "the cluster with these nodes added is not a valid instance ({})",
+                    what.join("; ")
+                ),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let Some(j) = round.inst.pending_index(job_id) else {
         return Ok(Verification::NotRun {
             why: format!("job {job_id} is not pending in the changed instance"),
