@@ -308,3 +308,21 @@ fn naming_the_default_tenant_does_not_depend_on_the_order_of_the_jobs() {
         assert_eq!(inst.tenants[inst.pending[0].tenant].name, "default");
     }
 }
+
+/// A round of extreme values (priorities of +-1e7, aging of 1e6 an hour): HiGHS's dual
+/// simplex once called the aggregated relaxation unbounded and the round fell back to the
+/// greedy plan with no bound; the retry with the primal simplex solves it.
+#[test]
+fn a_round_of_extreme_values_keeps_its_model_and_bound() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/odd/extreme-priorities.yaml"
+    );
+    let inst = instance_result(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let plan = plan_round(inst.clone(), PlannerKind::Ilp, None).unwrap();
+    validate_plan(&inst, &plan).unwrap();
+    let note = plan.solver.note.clone().unwrap_or_default();
+    assert!(!note.contains("solver failed"), "{note}");
+    let bound = plan.solver.bound.expect("a bound");
+    assert!(bound + 1e-6 * bound.abs() >= plan.solver.objective);
+}

@@ -137,10 +137,30 @@ impl MipBackend for Highs {
                 dual_bound: Some(0.0),
             });
         }
-        let solved = hm
-            .try_solve()
-            .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
+        let started = std::time::Instant::now();
+        let run = |hm: highs::Model| {
+            hm.try_solve()
+                .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))
+        };
+        let mut solved = run(hm)?;
         use highs::{HighsModelStatus as S, HighsSolutionStatus};
+        if matches!(solved.status(), S::Unbounded | S::Unknown | S::Infeasible) {
+            // Every model of a round is bounded and feasible (no placement is one of its
+            // solutions): such a status is the dual simplex's numerics on a round of extreme
+            // values (priorities near their limit); the primal simplex solves those. Once, in
+            // the time left.
+            let left = settings.time_limit - started.elapsed().as_secs_f64();
+            let mut hm: highs::Model = solved.into();
+            // SAFETY: hm owns a live Highs instance. Without this the next run starts from
+            // the failed run's basis and fails alike.
+            unsafe { highs_sys::Highs_clearSolver(hm.as_mut_ptr()) };
+            opt(hm.try_set_option("simplex_strategy", 4), "simplex_strategy")?;
+            opt(
+                hm.try_set_option("time_limit", left.max(0.01)),
+                "time_limit",
+            )?;
+            solved = run(hm)?;
+        }
         let status = match solved.status() {
             S::Optimal => BackendStatus::Optimal,
             S::ReachedTimeLimit
