@@ -54,6 +54,38 @@ pub trait MipBackend: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Highs;
 
+/// Solve; where HiGHS calls the model unbounded, infeasible or unknown, solve it once more with
+/// the primal simplex from a cleared state, in what is left of `time_limit`. Every model of a
+/// round is bounded and feasible (no placement is one of its solutions): such a status is the
+/// dual simplex's numerics on a round of extreme values (priorities near their limit), which
+/// the primal simplex solves.
+fn run_with_primal_retry(hm: highs::Model, time_limit: f64) -> Result<highs::SolvedModel> {
+    use highs::HighsModelStatus as S;
+    let started = std::time::Instant::now();
+    let run = |hm: highs::Model| {
+        hm.try_solve()
+            .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))
+    };
+    let solved = run(hm)?;
+    if !matches!(solved.status(), S::Unbounded | S::Unknown | S::Infeasible) {
+        return Ok(solved);
+    }
+    let left = time_limit - started.elapsed().as_secs_f64();
+    let mut hm: highs::Model = solved.into();
+    // SAFETY: hm owns a live Highs instance. Without this the next run starts from the failed
+    // run's basis and fails alike.
+    unsafe { highs_sys::Highs_clearSolver(hm.as_mut_ptr()) };
+    let set = |r: std::result::Result<(), highs::TrySetOptionError>, name: &str| {
+        r.map_err(|e| Error::Solver(format!("setting {name}: {e:?}")))
+    };
+    set(hm.try_set_option("simplex_strategy", 4), "simplex_strategy")?;
+    set(
+        hm.try_set_option("time_limit", left.max(0.01)),
+        "time_limit",
+    )?;
+    run(hm)
+}
+
 impl MipBackend for Highs {
     fn solve(
         &self,
@@ -137,30 +169,8 @@ impl MipBackend for Highs {
                 dual_bound: Some(0.0),
             });
         }
-        let started = std::time::Instant::now();
-        let run = |hm: highs::Model| {
-            hm.try_solve()
-                .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))
-        };
-        let mut solved = run(hm)?;
+        let solved = run_with_primal_retry(hm, settings.time_limit)?;
         use highs::{HighsModelStatus as S, HighsSolutionStatus};
-        if matches!(solved.status(), S::Unbounded | S::Unknown | S::Infeasible) {
-            // Every model of a round is bounded and feasible (no placement is one of its
-            // solutions): such a status is the dual simplex's numerics on a round of extreme
-            // values (priorities near their limit); the primal simplex solves those. Once, in
-            // the time left.
-            let left = settings.time_limit - started.elapsed().as_secs_f64();
-            let mut hm: highs::Model = solved.into();
-            // SAFETY: hm owns a live Highs instance. Without this the next run starts from
-            // the failed run's basis and fails alike.
-            unsafe { highs_sys::Highs_clearSolver(hm.as_mut_ptr()) };
-            opt(hm.try_set_option("simplex_strategy", 4), "simplex_strategy")?;
-            opt(
-                hm.try_set_option("time_limit", left.max(0.01)),
-                "time_limit",
-            )?;
-            solved = run(hm)?;
-        }
         let status = match solved.status() {
             S::Optimal => BackendStatus::Optimal,
             S::ReachedTimeLimit
