@@ -121,7 +121,8 @@ fn a_cpu_only_victim_frees_its_cpu_and_memory_for_the_job_on_its_node() {
 }
 
 /// A GPU whose only sharer is preempted (for the CPU a CPU-only job needs) and that nothing
-/// takes is idle after the round: it is not counted busy.
+/// takes is idle after the round: it is not counted busy, and the sharer's reason names its
+/// share.
 #[test]
 fn a_gpu_whose_sharers_are_all_preempted_is_not_busy_after_the_round() {
     let text = "{nodes: [{name: a, gpus: 2, cpu_milli: 1000}],
@@ -131,6 +132,11 @@ fn a_gpu_whose_sharers_are_all_preempted_is_not_busy_after_the_round() {
     let inst = gangplan::instance::parse_instance(text, "round", &ModelLibrary::builtin()).unwrap();
     let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
     assert_eq!(plan.preemptions.len(), 1);
+    // A sharer frees its share, not a GPU.
+    assert_eq!(
+        plan.preemptions[0].reason,
+        "frees 500 milli of GPU a:0 for higher-priority work"
+    );
     assert_eq!(plan.metrics.gpus_busy_before, 1);
     assert_eq!(plan.metrics.gpus_busy_after, 0);
 }

@@ -90,7 +90,8 @@ fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
 
 /// Running job k preempted, with what it frees and for whom: `frees 4 GPUs on n1 for a, b`
 /// (the placed jobs given any of its GPUs), or `for higher-priority work` when none is; a
-/// CPU-only job `frees its CPU and memory on n1 for a` (the jobs placed on its node).
+/// sharer `frees 500 milli of GPU n1:3 for a`; a CPU-only job `frees its CPU and memory on n1
+/// for a` (the jobs placed on its node).
 fn preemption(
     inst: &Instance,
     takers: &HashMap<(NodeIx, u32), Vec<usize>>,
@@ -126,9 +127,10 @@ fn preemption(
     let where_: Vec<String> = r
         .gpus
         .iter()
-        .map(|(n, idx)| match idx.len() {
-            0 => format!("its CPU and memory on {}", inst.nodes[*n].name),
-            g => format!("{} on {}", gpus_phrase(g as u32), inst.nodes[*n].name),
+        .map(|(n, idx)| match (idx.len(), r.gpu_milli) {
+            (0, _) => format!("its CPU and memory on {}", inst.nodes[*n].name),
+            (_, Some(m)) => format!("{m} milli of GPU {}:{}", inst.nodes[*n].name, idx[0]),
+            (g, None) => format!("{} on {}", gpus_phrase(g as u32), inst.nodes[*n].name),
         })
         .collect();
     let reason = if takers.is_empty() {
