@@ -551,21 +551,17 @@ fn solve_prints_a_table_and_out_dash_is_stdout() {
         .exists());
 }
 
-/// A node already over its CPU (a running job holds 8 of its 1 CPU): preempting that job
-/// does not make room beyond the node's capacity, so a plan that puts a job of 2.7 CPU there
-/// breaks rule 7, while leaving the node alone does not.
-#[test]
-fn validate_holds_a_job_placed_on_a_node_over_capacity_to_its_capacity() {
+/// Solve `instance` (written to a temporary file), check that the plan starts nothing and
+/// passes `validate`, then replace its placements and preemptions with the given ones (no job
+/// left pending) and run `validate` on that plan.
+fn validate_a_hand_edited_plan(
+    instance: &str,
+    placements: serde_json::Value,
+    preemptions: serde_json::Value,
+) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let inst = dir.path().join("over.yaml");
-    std::fs::write(
-        &inst,
-        "nodes:\n  - {name: x0, gpus: 16}\n  - {name: x1, gpus: 2, cpu_milli: 1000}\n\
-         running:\n  - {id: big, gpus: {x0: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15]}}\n\
-         \x20 - {id: hog, gpus: {x1: [1]}, cpu_milli: 8000, preemptible: true}\n\
-         pending:\n  - {id: j, gpus: 3, cpu_milli: 4000, priority: 1000}\n",
-    )
-    .unwrap();
+    let inst = dir.path().join("round.yaml");
+    std::fs::write(&inst, instance).unwrap();
     let validate = |plan: &str| {
         let path = dir.path().join("plan.json");
         std::fs::write(&path, plan).unwrap();
@@ -576,10 +572,25 @@ fn validate_holds_a_job_placed_on_a_node_over_capacity_to_its_capacity() {
     let mut plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["placements"].as_array().unwrap().len(), 0);
     assert_eq!(validate(&text(&out.stdout)).status.code(), Some(0));
-    plan["placements"] = serde_json::json!([{"job": "j", "gpus": {"x0": [10], "x1": [0, 1]}}]);
-    plan["preemptions"] = serde_json::json!([{"job": "hog", "reason": "frees 1 GPU on x1 for j"}]);
+    plan["placements"] = placements;
+    plan["preemptions"] = preemptions;
     plan["pending"] = serde_json::json!([]);
-    let v = validate(&plan.to_string());
+    validate(&plan.to_string())
+}
+
+/// A node already over its CPU (a running job holds 8 of its 1 CPU): preempting that job
+/// does not make room beyond the node's capacity, so a plan that puts a job of 2.7 CPU there
+/// breaks rule 7, while leaving the node alone does not.
+#[test]
+fn validate_holds_a_job_placed_on_a_node_over_capacity_to_its_capacity() {
+    let v = validate_a_hand_edited_plan(
+        "nodes:\n  - {name: x0, gpus: 16}\n  - {name: x1, gpus: 2, cpu_milli: 1000}\n\
+         running:\n  - {id: big, gpus: {x0: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15]}}\n\
+         \x20 - {id: hog, gpus: {x1: [1]}, cpu_milli: 8000, preemptible: true}\n\
+         pending:\n  - {id: j, gpus: 3, cpu_milli: 4000, priority: 1000}\n",
+        serde_json::json!([{"job": "j", "gpus": {"x0": [10], "x1": [0, 1]}}]),
+        serde_json::json!([{"job": "hog", "reason": "frees 1 GPU on x1 for j"}]),
+    );
     assert_eq!(v.status.code(), Some(3), "{}", text(&v.stdout));
     assert!(
         text(&v.stdout).contains("rule 7: node x1"),
@@ -593,25 +604,13 @@ fn validate_holds_a_job_placed_on_a_node_over_capacity_to_its_capacity() {
 /// bounds assume.
 #[test]
 fn validate_keeps_a_gpu_shared_before_the_round_from_a_whole_gpu_job() {
-    let dir = tempfile::tempdir().unwrap();
-    let inst = dir.path().join("shared.yaml");
-    std::fs::write(
-        &inst,
+    let v = validate_a_hand_edited_plan(
         "nodes:\n  - {name: a, gpus: 1}\n\
          running:\n  - {id: r1, gpus: {a: [0]}, gpu_milli: 500, preemptible: true}\n\
          pending:\n  - {id: c, gpus: 1, priority: 9}\n",
-    )
-    .unwrap();
-    let out = gangplan(&["solve", inst.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let mut plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(plan["placements"].as_array().unwrap().len(), 0);
-    plan["placements"] = serde_json::json!([{"job": "c", "gpus": {"a": [0]}}]);
-    plan["preemptions"] = serde_json::json!([{"job": "r1", "reason": "frees 1 GPU on a for c"}]);
-    plan["pending"] = serde_json::json!([]);
-    let path = dir.path().join("plan.json");
-    std::fs::write(&path, plan.to_string()).unwrap();
-    let v = gangplan(&["validate", inst.to_str().unwrap(), path.to_str().unwrap()]);
+        serde_json::json!([{"job": "c", "gpus": {"a": [0]}}]),
+        serde_json::json!([{"job": "r1", "reason": "frees 1 GPU on a for c"}]),
+    );
     assert_eq!(v.status.code(), Some(3), "{}", text(&v.stdout));
     assert!(
         text(&v.stdout).contains("rule 3: GPU a:0 was shared before the round"),

@@ -58,6 +58,62 @@ pub struct Prices {
     pub quotas: Vec<Price>,
 }
 
+/// The LP relaxation's optimum: objective (without the model's constant), row duals, column
+/// values and column duals. HiGHS reports duals as d(objective)/d(bound) in the sense of the
+/// model (maximised here), for rows and for columns at a bound alike.
+struct LpAnswer {
+    objective: f64,
+    duals: Vec<f64>,
+    values: Vec<f64>,
+    col_duals: Vec<f64>,
+}
+
+/// Drop the integrality of every column of `hm` and solve it (at least a second, else the
+/// round's time limit). A round where no job can go anywhere has an empty model: every price
+/// is 0.
+fn solve_relaxation(mut hm: highs::Model, time_limit: f64) -> Result<LpAnswer> {
+    let _ = hm.try_set_option("time_limit", time_limit.max(1.0));
+    let (cols, rows) = (hm.num_cols(), hm.num_rows());
+    if cols > 0 {
+        let continuous = vec![0 as highs_sys::HighsInt; cols];
+        // SAFETY: hm owns a live Highs instance; the array has one entry per column.
+        let status = unsafe {
+            highs_sys::Highs_changeColsIntegralityByRange(
+                hm.as_mut_ptr(),
+                0,
+                cols as highs_sys::HighsInt - 1,
+                continuous.as_ptr(),
+            )
+        };
+        if status == highs_sys::STATUS_ERROR {
+            return Err(Error::Solver("HiGHS refused to drop integrality".into()));
+        }
+    }
+    let solved = hm
+        .try_solve()
+        .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
+    match solved.status() {
+        highs::HighsModelStatus::Optimal => {
+            let sol = solved.get_solution();
+            Ok(LpAnswer {
+                objective: solved.objective_value(),
+                duals: sol.dual_rows().to_vec(),
+                values: sol.columns().to_vec(),
+                col_duals: sol.dual_columns().to_vec(),
+            })
+        }
+        highs::HighsModelStatus::ModelEmpty => Ok(LpAnswer {
+            objective: 0.0,
+            duals: vec![0.0; rows],
+            values: vec![0.0; cols],
+            col_duals: vec![0.0; cols],
+        }),
+        other => Err(Error::Solver(format!(
+            "the LP relaxation ended with status {other:?}"
+        ))),
+    }
+}
+
 /// Solve the LP relaxation of the round's MIP and read its prices.
 pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
     let m = model::build(inst, topo);
@@ -114,49 +170,13 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
     // Columns whose upper bound is the node's free (or freeable) GPU count: one more free GPU
     // raises that bound too.
     let node_cols = bound_columns(&ctx, &m);
-    // Solve the LP.
-    let (mut hm, vars, constant) = m.into_highs()?;
-    let _ = hm.try_set_option("time_limit", inst.policy.time_limit.max(1.0));
-    let cols = hm.num_cols();
-    if cols > 0 {
-        let continuous = vec![0 as highs_sys::HighsInt; cols];
-        // SAFETY: hm owns a live Highs instance; the array has one entry per column.
-        let status = unsafe {
-            highs_sys::Highs_changeColsIntegralityByRange(
-                hm.as_mut_ptr(),
-                0,
-                cols as highs_sys::HighsInt - 1,
-                continuous.as_ptr(),
-            )
-        };
-        if status == highs_sys::STATUS_ERROR {
-            return Err(Error::Solver("HiGHS refused to drop integrality".into()));
-        }
-    }
-    let rows = hm.num_rows();
-    let solved = hm
-        .try_solve()
-        .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
-    // HiGHS reports duals as d(objective)/d(bound) in the sense of the model (maximised here),
-    // for rows and for columns at a bound alike. A round where no job can go anywhere has an
-    // empty model: every price is 0.
-    let (duals, values, col_duals) = match solved.status() {
-        highs::HighsModelStatus::Optimal => {
-            let sol = solved.get_solution();
-            (
-                sol.dual_rows().to_vec(),
-                sol.columns().to_vec(),
-                sol.dual_columns().to_vec(),
-            )
-        }
-        highs::HighsModelStatus::ModelEmpty => (vec![0.0; rows], vec![0.0; cols], vec![0.0; cols]),
-        other => {
-            return Err(Error::Solver(format!(
-                "the LP relaxation ended with status {other:?}"
-            )))
-        }
-    };
-
+    let (hm, vars, constant) = m.into_highs()?;
+    let LpAnswer {
+        objective,
+        duals,
+        values,
+        col_duals,
+    } = solve_relaxation(hm, inst.policy.time_limit)?;
     let nodes: Vec<Price> = (0..inst.nodes.len())
         .map(|n| {
             let rows: f64 = node_rows[n].iter().map(|&i| duals[i]).sum();
@@ -215,7 +235,7 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
         })
         .collect();
     Ok(Prices {
-        lp_objective: solved.objective_value() + constant,
+        lp_objective: objective + constant,
         nodes,
         gpu_types,
         racks,
