@@ -209,9 +209,12 @@ pub fn solve_with(
     opts: &SolveOptions,
     backend: Arc<dyn MipBackend>,
 ) -> SolveOutcome {
-    let budget = Budget::new(inst, opts.deadline);
-    let ilp = opts.planner == PlannerKind::Ilp;
     let mode = mode(inst, topo, opts.formulation);
+    let budget = match mode {
+        Mode::Both => Budget::new(inst, opts.deadline).racing(),
+        _ => Budget::new(inst, opts.deadline),
+    };
+    let ilp = opts.planner == PlannerKind::Ilp;
     let limit = match mode {
         Mode::Both => budget.race_aggregated_time_limit(),
         _ => budget.aggregated_time_limit(),

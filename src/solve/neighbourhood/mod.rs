@@ -63,7 +63,7 @@ pub struct Improved {
 }
 
 /// Improve `start` (a plan of the round and its objective) neighbourhood by neighbourhood
-/// until the budget's work deadline.
+/// until the budget's [`Budget::search_until`].
 pub fn improve(
     inst: &Instance,
     topo: &Topology,
@@ -81,14 +81,16 @@ pub fn improve(
         kept: 0,
         cut_short: false,
     };
+    let until = budget.search_until();
     let mut fruitless = 0;
     'passes: for _ in 0..MAX_PASSES {
         let idle = choose::idle_gpus(inst, &best.plan);
         let mut queue: Vec<usize> = (0..groups.len()).collect();
         queue.sort_by_key(|&g| std::cmp::Reverse(groups[g].iter().map(|&n| idle[n]).sum::<u32>()));
         let kept_before = best.kept;
-        for batch in queue.chunks(BATCH) {
-            let Some(time_limit) = budget.cut_time_limit() else {
+        let batches = queue.len().div_ceil(BATCH);
+        for (i, batch) in queue.chunks(BATCH).enumerate() {
+            let Some(time_limit) = Budget::cut_time_limit(until, batches - i) else {
                 best.cut_short = true;
                 break 'passes;
             };
