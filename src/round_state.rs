@@ -463,7 +463,7 @@ impl<'a> RoundState<'a> {
     /// Whether the tenant's quota allows the job.
     pub fn quota_allows(&self, job: &PendingJob) -> bool {
         match self.inst.tenants[job.tenant].quota {
-            Some(q) => self.held[job.tenant] + job.gpu_equivalent() <= q as f64 + TOLERANCE,
+            Some(q) => self.held[job.tenant] + job.gpu_equivalent() <= q + TOLERANCE,
             None => true,
         }
     }

@@ -480,7 +480,7 @@ pub fn relax(
             lhs.add_mul(-1.0, s);
             s_q = Some(col);
         }
-        rows.push(lhs.leq(q as f64 - after.held[tenant] - job.gpu_equivalent()));
+        rows.push(lhs.leq(q - after.held[tenant] - job.gpu_equivalent()));
     }
     // Solve.
     let mut model = cols.vars.minimise(cost).using(good_lp::highs);
@@ -548,8 +548,8 @@ pub fn relax(
         if val[col] > 1e-6 {
             changes.push(Change::Quota {
                 tenant: inst.tenants[tenant].name.clone(),
-                from: q,
-                to: (q as f64 + val[col] - 1e-6).ceil() as u32,
+                from: q as u32,
+                to: (q + val[col] - 1e-6).ceil() as u32,
             });
         }
     }

@@ -264,7 +264,7 @@ pub fn keep_needed_victims(state: &mut RoundState, preempted: &[usize]) -> Vec<u
         });
         let quota_ok = inst.tenants[r.tenant]
             .quota
-            .is_none_or(|q| release.held[r.tenant] <= q as f64 + TOLERANCE)
+            .is_none_or(|q| release.held[r.tenant] <= q + TOLERANCE)
             || !release
                 .assignment
                 .placed

@@ -90,8 +90,9 @@ pub struct Tenant {
     pub name: String,
     /// Fair-share weight (> 0).
     pub weight: f64,
-    /// Hard cap on GPUs held after the round.
-    pub quota: Option<u32>,
+    /// Hard cap on GPUs held after the round (whole GPUs in the instance file; a fraction
+    /// only in a neighbourhood's cut, whose quota is what the round leaves it).
+    pub quota: Option<f64>,
 }
 
 /// A running job.

@@ -188,7 +188,7 @@ fn ranked_jobs(inst: &Instance) -> Vec<usize> {
             let job = &inst.pending[j];
             let quota_ok = inst.tenants[job.tenant]
                 .quota
-                .is_none_or(|q| held[job.tenant] + job.gpus as f64 <= q as f64 + TOLERANCE);
+                .is_none_or(|q| held[job.tenant] + job.gpus as f64 <= q + TOLERANCE);
             job.gpus > 0 && !job.is_sharer() && quota_ok
         })
         .collect();

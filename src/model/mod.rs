@@ -295,7 +295,7 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
         let mut split = None;
         let quota_blocked = inst.tenants[job.tenant]
             .quota
-            .is_some_and(|q| job.gpu_equivalent() > q as f64 + TOLERANCE);
+            .is_some_and(|q| job.gpu_equivalent() > q + TOLERANCE);
         if !quota_blocked {
             if job.gpus == 0 {
                 for n in (0..inst.nodes.len()).filter(|&n| inst.may_use_node(job, n)) {

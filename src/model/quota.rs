@@ -48,7 +48,6 @@ pub fn rows_of(
             out.push(Vec::new());
             continue;
         };
-        let q = q as f64;
         let held = held_before_round[t];
         let starts = &terms[t].starts;
         if form == QuotaRows::Exact && starts.is_empty() {
@@ -90,7 +89,6 @@ pub fn over_quota_rows(
         let (Some(q), held) = (tenant.quota, held_before_round[t]) else {
             continue;
         };
-        let q = q as f64;
         if held <= q + TOLERANCE || terms[t].starts.is_empty() {
             continue;
         }

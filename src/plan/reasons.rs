@@ -750,7 +750,7 @@ fn quota_alone(inst: &Instance, job: &PendingJob) -> Option<Reason> {
     let tenant = &inst.tenants[job.tenant];
     let need = job.gpu_equivalent();
     let q = tenant.quota?;
-    (need > q as f64 + 1e-9).then(|| {
+    (need > q + 1e-9).then(|| {
         unresolvable(
             format!(
                 "tenant {}'s quota is {q} GPUs; this job alone needs {}",
@@ -1010,7 +1010,7 @@ fn quota_after(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Option<
     let tenant = &inst.tenants[job.tenant];
     let need = job.gpu_equivalent();
     tenant.quota.and_then(|q| {
-        (after.held[job.tenant] + need > q as f64 + 1e-9).then(|| {
+        (after.held[job.tenant] + need > q + 1e-9).then(|| {
             format!(
                 "tenant {} holds {} GPUs of its quota {q} after this round; this job needs {} more",
                 tenant.name,

@@ -556,7 +556,7 @@ fn check_quotas(inst: &Instance, tenants: &TenantTally, out: &mut Vec<String>) {
     for (t, tenant) in inst.tenants.iter().enumerate() {
         if let Some(q) = tenant.quota {
             let held = tenants.held[t];
-            let over = held > q as f64 + 1e-9;
+            let over = held > q + 1e-9;
             let grew = tenants.placed.contains(&t) || held > tenants.held_before[t] + 1e-9;
             if over && grew {
                 out.push(format!(

@@ -68,7 +68,7 @@ pub fn check(is: &mut Issues, raw: Option<&[RawTenant]>) -> TenantTable {
         table.tenants.push(Tenant {
             name: t.name.clone(),
             weight: t.weight,
-            quota: t.quota.map(|q| q.min(u32::MAX as u64) as u32),
+            quota: t.quota.map(|q| q as f64),
         });
     }
     table

@@ -195,7 +195,7 @@ pub fn build(
         }
         if inst.tenants[job.tenant]
             .quota
-            .is_some_and(|q| job.gpu_equivalent() > q as f64 + TOLERANCE)
+            .is_some_and(|q| job.gpu_equivalent() > q + TOLERANCE)
         {
             continue;
         }

@@ -22,9 +22,9 @@
 //! shifting them:
 //!
 //! ```text
-//! quota:     H_t^cut <= q_t - O_t     (rounded up to whole GPUs where sharers make O_t a
-//!                                      fraction: the round's quota rule is checked again on
-//!                                      the whole plan before a cut's plan is kept)
+//! quota:     H_t^cut <= q_t - O_t     (a fraction where sharers make O_t one: rounded up,
+//!                                      it let a cut's plan pass the quota by a share, and
+//!                                      every such plan was then refused on the whole round)
 //! fairness:  sigma_t >= (F_t - O_t) - H_t^cut (F_t: the round's fair share, Instance::fair_share)
 //! ```
 //! Value, spread, preemption and packing are sums over jobs and nodes, so the cut's objective
@@ -202,7 +202,7 @@ impl Cut {
         let outside: Vec<f64> = total.iter().zip(&inside).map(|(t, i)| t - i).collect();
         for (tenant, o) in self.inst.tenants.iter_mut().zip(&outside) {
             if let Some(q) = tenant.quota {
-                tenant.quota = Some((q as f64 - o - 1e-9).ceil().max(0.0) as u32);
+                tenant.quota = Some((q - o).max(0.0));
             }
         }
         let fair = fair_shares(round);

@@ -214,7 +214,7 @@ fn within_quotas(inst: &Instance, a: &Assignment) -> bool {
     let starts: BTreeSet<usize> = a.placed.keys().map(|&j| inst.pending[j].tenant).collect();
     inst.tenants.iter().enumerate().all(|(t, tenant)| {
         tenant.quota.is_none_or(|q| {
-            let over = held[t] > q as f64 + 1e-9;
+            let over = held[t] > q + 1e-9;
             let grew = starts.contains(&t) || held[t] > before[t] + 1e-9;
             !(over && grew)
         })
