@@ -9,7 +9,7 @@ use gangplan::heuristics::greedy::{greedy_order, Order};
 use gangplan::heuristics::{Greedy, Planner, RoundContext};
 use gangplan::instance::validate::validate;
 use gangplan::instance::Instance;
-use gangplan::objective::evaluate;
+use gangplan::objective::{evaluate, held_after};
 use gangplan::plan::{render_plan, validate_plan, Status};
 use gangplan::solve::neighbourhood::{choose, cut, improve};
 use gangplan::solve::{Budget, Highs};
@@ -100,6 +100,46 @@ fn a_cut_prices_plans_like_the_round_up_to_a_constant() {
         }
     }
     assert!(compared >= 45, "only {compared} neighbourhoods compared");
+}
+
+#[test]
+fn a_cut_leaves_each_tenant_exactly_the_quota_the_round_leaves_it() {
+    // What a tenant holds outside the cut may be a fraction (sharers); the cut's quota is the
+    // round's less that, not rounded: rounded up, a cut's plan could pass the round's quota by
+    // a share, and the search then refused every plan that used it.
+    let (mut checked, mut fractional) = (0, 0);
+    for family in [Family::Quotas, Family::Mixed] {
+        for seed in 1..=4 {
+            let (inst, _, plan) = round(family, seed);
+            let order = greedy_order(&inst, Order::ValuePerGpu);
+            let total = held_after(&inst, &plan);
+            for nodes in choose::neighbourhoods(&inst) {
+                let candidates = choose::candidates(&inst, &plan, &nodes, &order);
+                let Some(c) = cut::cut(&inst, &plan, &nodes, &candidates) else {
+                    continue;
+                };
+                let inside = held_after(&c.inst, &c.start);
+                for (t, tenant) in inst.tenants.iter().enumerate() {
+                    let Some(q) = tenant.quota else { continue };
+                    let outside = total[t] - inside[t];
+                    let left = c.inst.tenants[t].quota.expect("the cut keeps the quota");
+                    assert!(
+                        (left - (q - outside).max(0.0)).abs() < 1e-9,
+                        "{family:?} seed {seed} nodes {nodes:?}: tenant {} has {left} in the cut, \
+                         the round leaves it {q} - {outside}",
+                        tenant.name
+                    );
+                    checked += 1;
+                    fractional += usize::from(outside.fract().abs() > 1e-9);
+                }
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} quotas checked");
+    assert!(
+        fractional > 0,
+        "no cut had a tenant holding a fraction outside it"
+    );
 }
 
 #[test]
