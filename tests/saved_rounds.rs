@@ -38,7 +38,7 @@ fn run(inst: &Arc<Instance>, topo: &Arc<Topology>, formulation: Formulation) -> 
 fn every_saved_round_plans_validly_above_greedy_and_below_every_bound() {
     let files = saved_rounds();
     assert!(
-        files.len() >= 13,
+        files.len() >= 14,
         "expected the saved rounds, found {}",
         files.len()
     );
