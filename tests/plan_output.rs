@@ -132,11 +132,35 @@ fn a_gpu_whose_sharers_are_all_preempted_is_not_busy_after_the_round() {
     let inst = gangplan::instance::parse_instance(text, "round", &ModelLibrary::builtin()).unwrap();
     let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
     assert_eq!(plan.preemptions.len(), 1);
-    // A sharer frees its share, not a GPU.
+    // A sharer frees its share, not a GPU; what took it here is its CPU.
     assert_eq!(
         plan.preemptions[0].reason,
-        "frees 500 milli of GPU a:0 for higher-priority work"
+        "frees 500 milli of GPU a:0; its CPU and memory there go to c"
     );
     assert_eq!(plan.metrics.gpus_busy_before, 1);
     assert_eq!(plan.metrics.gpus_busy_after, 0);
+}
+
+/// A job preempted so that its tenant, at its quota, can start a higher-priority job elsewhere
+/// says so: nobody takes its GPUs, and the reason names the quota and the job, not "higher-
+/// priority work".
+#[test]
+fn a_victim_preempted_for_its_tenants_quota_names_the_quota_and_the_job() {
+    let text =
+        "{nodes: [{name: old, gpus: 2, gpu_type: A100}, {name: new, gpus: 2, gpu_type: H100}],
+        tenants: [{name: t, quota: 2}],
+        running: [{id: r, tenant: t, gpus: {old: [0, 1]}, preemptible: true, priority: 0}],
+        pending: [{id: j, tenant: t, gpus: 2, gpu_type: H100, priority: 5}]}";
+    let inst = gangplan::instance::parse_instance(text, "round", &ModelLibrary::builtin()).unwrap();
+    // (The greedy preempts only where it places, so only the ILP starts j here.)
+    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
+    let reasons: Vec<(&str, &str)> = plan
+        .preemptions
+        .iter()
+        .map(|p| (p.job.as_str(), p.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [("r", "frees 2 GPUs on old of tenant t's quota for j")]
+    );
 }

@@ -4,7 +4,7 @@
 use super::output::{gpus_phrase, job_name};
 use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
 use super::types::*;
-use crate::assignment::Assignment;
+use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, Reservation};
 use crate::state::{ClusterState, GpuUse};
 use rayon::prelude::*;
@@ -32,7 +32,7 @@ pub fn render_plan_until(
     let preemptions = a
         .preempted
         .iter()
-        .map(|&k| preemption(inst, &takers, k))
+        .map(|&k| preemption(inst, a, &takers, k))
         .collect();
     let after = AfterRound::new(inst, &before, a);
     let waiting: Vec<usize> = (0..inst.pending.len())
@@ -89,11 +89,16 @@ fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
 }
 
 /// Running job k preempted, with what it frees and for whom: `frees 4 GPUs on n1 for a, b`
-/// (the placed jobs given any of its GPUs), or `for higher-priority work` when none is; a
-/// sharer `frees 500 milli of GPU n1:3 for a`; a CPU-only job `frees its CPU and memory on n1
-/// for a` (the jobs placed on its node).
+/// (the placed jobs given any of its GPUs); a sharer `frees 500 milli of GPU n1:3 for a`; a
+/// CPU-only job `frees its CPU and memory on n1 for a` (the jobs placed on its node). A job
+/// whose GPUs nobody takes was preempted for its CPU and memory or for its tenant's quota:
+/// `frees 4 GPUs on n1; its CPU and memory there go to a` (the higher-priority jobs placed on
+/// its nodes), else `frees 4 GPUs on n1 of tenant t's quota for a` (its tenant's
+/// higher-priority jobs placed, where the tenant has a quota), else `frees 4 GPUs on n1 for
+/// higher-priority work`.
 fn preemption(
     inst: &Instance,
+    a: &Assignment,
     takers: &HashMap<(NodeIx, u32), Vec<usize>>,
     k: usize,
 ) -> Preemption {
@@ -133,15 +138,53 @@ fn preemption(
             (g, None) => format!("{} on {}", gpus_phrase(g as u32), inst.nodes[*n].name),
         })
         .collect();
-    let reason = if takers.is_empty() {
-        format!("frees {} for higher-priority work", where_.join(", "))
+    let frees = where_.join(", ");
+    let reason = if !takers.is_empty() {
+        format!("frees {frees} for {}", takers.join(", "))
+    } else if let Some(on_nodes) = outranking_on_its_nodes(inst, a, k) {
+        format!("frees {frees}; its CPU and memory there go to {on_nodes}")
+    } else if let Some((tenant, jobs)) = outranking_in_its_quota(inst, a, k) {
+        format!("frees {frees} of tenant {tenant}'s quota for {jobs}")
     } else {
-        format!("frees {} for {}", where_.join(", "), takers.join(", "))
+        format!("frees {frees} for higher-priority work")
     };
     Preemption {
         job: r.id.clone(),
         reason,
     }
+}
+
+/// The placed jobs of higher priority than running job k, by name, among those `keep` keeps;
+/// `None` when there are none.
+fn outranking(
+    inst: &Instance,
+    a: &Assignment,
+    k: usize,
+    keep: impl Fn(usize, &GpuSet) -> bool,
+) -> Option<String> {
+    let priority = inst.running[k].priority;
+    let names: Vec<String> = a
+        .placed
+        .iter()
+        .filter(|&(&j, set)| inst.pending[j].priority > priority && keep(j, set))
+        .map(|(&j, _)| job_name(&inst.pending[j].id))
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// The higher-priority jobs placed on running job k's nodes (they took its CPU and memory).
+fn outranking_on_its_nodes(inst: &Instance, a: &Assignment, k: usize) -> Option<String> {
+    let nodes: BTreeSet<NodeIx> = inst.running[k].gpus.iter().map(|(n, _)| *n).collect();
+    outranking(inst, a, k, |_, set| set.keys().any(|n| nodes.contains(n)))
+}
+
+/// Running job k's tenant, where it has a quota, and the tenant's higher-priority jobs placed
+/// (the quota k frees goes to them).
+fn outranking_in_its_quota(inst: &Instance, a: &Assignment, k: usize) -> Option<(String, String)> {
+    let t = inst.running[k].tenant;
+    inst.tenants[t].quota?;
+    let jobs = outranking(inst, a, k, |j, _| inst.pending[j].tenant == t)?;
+    Some((inst.tenants[t].name.clone(), jobs))
 }
 
 /// What decides why a waiting job waits: its shape, tenant and priority.
