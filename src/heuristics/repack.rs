@@ -24,7 +24,7 @@
 //!    [`crate::round_state::Transaction`]).
 //!
 //! The moves are drawn from a generator seeded by the policy's `seed`, so the same round gives
-//! the same plan; the search stops after [`MOST_MOVES`] moves, after [`MOST_FRUITLESS`] moves
+//! the same plan; the search stops after [`most_moves`] moves, after [`MOST_FRUITLESS`] moves
 //! in a row that raised nothing, or at its deadline (then the plan depends on the machine's
 //! speed, and the caller says so). Victims whose GPUs no job takes in the end are released at
 //! the close ([`super::greedy::keep_needed_victims`]).
@@ -44,11 +44,25 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-/// Moves tried at most. (On the 48-node rounds of tight-cpu, skewed-resources, sharers and
-/// mixed-types, 77 pending, and their 125-node rounds, 400 pending, seeds 1-4, 1 s: 3,000
-/// moves with 1,000 fruitless gave plans 0.2% lower on average than 20,000 with 3,000, which
-/// took 0.2-0.3 s at 48 nodes; these limits lie between.)
+/// Moves tried at most on rounds of up to 250 nodes. (On the 48-node rounds of tight-cpu,
+/// skewed-resources, sharers and mixed-types, 77 pending, and their 125-node rounds, 400
+/// pending, seeds 1-4, 1 s: 3,000 moves with 1,000 fruitless gave plans 0.2% lower on average
+/// than 20,000 with 3,000, which took 0.2-0.3 s at 48 nodes; these limits lie between.)
 pub const MOST_MOVES: usize = 10_000;
+
+/// Moves tried at most per node on larger rounds ([`most_moves`]). A move touches a few
+/// nodes, so a fixed count covers less of a larger cluster: on 1,250-node tight-cpu rounds
+/// with a 10 s limit, 10,000 moves ended in 1.6-1.9 s with moves still being kept; with up to
+/// 60,000 (cut at the deadline or by [`MOST_FRUITLESS`] after 23,000-25,000) the plans rose
+/// by 0.55% (gangs of up to 16 GPUs, 2,000 pending), 0.08% (tight-cpu, 4,000 pending) and
+/// 0.05% (skewed-resources). Rounds of 1 s stop at their deadline long before either count.
+pub const MOST_MOVES_PER_NODE: usize = 40;
+
+/// Moves tried at most on a round of `nodes` nodes: [`MOST_MOVES`], or
+/// [`MOST_MOVES_PER_NODE`] per node where that is more.
+pub fn most_moves(nodes: usize) -> usize {
+    MOST_MOVES.max(MOST_MOVES_PER_NODE * nodes)
+}
 
 /// Moves in a row that raised nothing (undone, or kept sideways) after which the search
 /// stops.
@@ -104,7 +118,8 @@ pub fn repack(
     let mut rng = ChaCha8Rng::seed_from_u64(inst.policy.seed);
     let mut done = Repacked::default();
     let mut fruitless = 0;
-    while done.tried < MOST_MOVES && fruitless < MOST_FRUITLESS {
+    let most = most_moves(inst.nodes.len());
+    while done.tried < most && fruitless < MOST_FRUITLESS {
         if Instant::now() >= until {
             done.cut_short = true;
             break;
