@@ -108,16 +108,21 @@ fn a_bound_never_rounds_below_the_objective_and_a_gap_is_never_negative() {
 fn a_cpu_only_victim_frees_its_cpu_and_memory_for_the_job_on_its_node() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/cpu-only-victim.yaml");
     let inst = load_instance_file(&path, &ModelLibrary::builtin()).unwrap();
+    assert_ilp_preemptions(
+        inst,
+        &[("cpu-hog", "frees its CPU and memory on n1 for train")],
+    );
+}
+
+/// Assert the ILP plan of `inst` preempts exactly `expected`: (job, reason).
+fn assert_ilp_preemptions(inst: Instance, expected: &[(&str, &str)]) {
     let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
     let reasons: Vec<(&str, &str)> = plan
         .preemptions
         .iter()
         .map(|p| (p.job.as_str(), p.reason.as_str()))
         .collect();
-    assert_eq!(
-        reasons,
-        [("cpu-hog", "frees its CPU and memory on n1 for train")]
-    );
+    assert_eq!(reasons, expected);
 }
 
 /// A GPU whose only sharer is preempted (for the CPU a CPU-only job needs) and that nothing
@@ -153,14 +158,8 @@ fn a_victim_preempted_for_its_tenants_quota_names_the_quota_and_the_job() {
         pending: [{id: j, tenant: t, gpus: 2, gpu_type: H100, priority: 5}]}";
     let inst = gangplan::instance::parse_instance(text, "round", &ModelLibrary::builtin()).unwrap();
     // (The greedy preempts only where it places, so only the ILP starts j here.)
-    let plan = plan_round(inst, PlannerKind::Ilp, None).unwrap();
-    let reasons: Vec<(&str, &str)> = plan
-        .preemptions
-        .iter()
-        .map(|p| (p.job.as_str(), p.reason.as_str()))
-        .collect();
-    assert_eq!(
-        reasons,
-        [("r", "frees 2 GPUs on old of tenant t's quota for j")]
+    assert_ilp_preemptions(
+        inst,
+        &[("r", "frees 2 GPUs on old of tenant t's quota for j")],
     );
 }
