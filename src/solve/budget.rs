@@ -83,8 +83,8 @@ const REPACK_SHARE: f64 = 0.5;
 /// started from the searched plan, keeps the rest for its own plan and bound. On the saved
 /// 48-node skewed-resources round (10 s) a search that took all the time left raised the plan
 /// from 286.3 to 291.3 and left the per-node model none: the bound went from 295.5 to the
-/// aggregated model's 302.3; with half, 289.5 and 296.5 (the saved 48-node sharers round:
-/// gap 0.88% before the share, 0.69% with it).
+/// aggregated model's 302.3; with half, 289.5-290.7 and 295.5-296.5 in two runs (the saved
+/// 48-node sharers round: gap 0.88% before the share, 0.69-0.75% with it).
 const RACE_SEARCH_SHARE: f64 = 0.5;
 
 /// Longest HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few
