@@ -27,7 +27,7 @@
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};
 use crate::instance::raw::RawInstance;
-use crate::instance::{Instance, Locality};
+use crate::instance::{Instance, Locality, PendingJob};
 use crate::objective::{job_value, victim_cost};
 use crate::plan::reasons::{AfterRound, Holder};
 use good_lp::solvers::SolverModel;
@@ -299,295 +299,439 @@ pub fn relax(
     j: usize,
     forbidden: &Forbidden,
 ) -> Result<Option<Relaxation>> {
-    let job = &inst.pending[j];
-    let g = job.gpus as f64;
-    let allow = |f: Family| !forbidden.contains(&f);
-    let eligible: Vec<usize> = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .collect();
-    let tenant = job.tenant;
-    let quota = inst.tenants[tenant].quota;
-    let mut cols = Cols {
-        vars: ProblemVariables::new(),
-        n: 0,
+    let mut m = RelaxModel::new(inst, after, j, forbidden);
+    m.add_placement();
+    m.add_stops(a);
+    m.add_hold_backs(a);
+    m.add_hardware();
+    m.add_capacity(after);
+    m.add_node_count();
+    m.add_domains();
+    m.add_quota(after);
+    let Some((val, total)) = m.solve()? else {
+        return Ok(None);
     };
-    let mut rows: Vec<good_lp::Constraint> = Vec::new();
-    let mut cost = Expression::from(0.0);
-    // Placement.
-    let mut x: BTreeMap<usize, (Variable, Variable)> = BTreeMap::new();
-    for &n in &eligible {
-        let (u, _) = cols.add(variable().binary());
-        let (xv, _) = cols.add(variable().integer().min(0.0).max(g));
-        match job.gpus_per_node {
-            Some(k) => rows.push((xv - k as f64 * u).eq(0.0)),
-            None => {
-                rows.push((xv - g * u).leq(0.0));
-                rows.push((u - xv).leq(0.0));
-            }
-        }
-        x.insert(n, (u, xv));
-    }
-    rows.push(x.values().map(|(_, xv)| *xv).sum::<Expression>().eq(g));
-    // Running jobs that keep whole GPUs, per node; and same-tenant ones for the quota.
-    let mut run_on: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
-    let mut placed_on: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
-    for (n, node) in after.holders.iter().enumerate() {
-        for h in node {
-            match h {
-                Holder::Running(k) => *run_on.entry(*k).or_default().entry(n).or_default() += 1,
-                Holder::Placed(i) => *placed_on.entry(*i).or_default().entry(n).or_default() += 1,
-                _ => {}
-            }
-        }
-    }
-    let may = |k: usize| {
-        let r = &inst.running[k];
-        inst.policy.preemption && r.preemptible && r.priority < job.priority
-    };
-    let relevant = |on: &BTreeMap<usize, u32>, t: usize| {
-        on.keys().any(|n| x.contains_key(n)) || (quota.is_some() && t == tenant)
-    };
-    let mut p: Vec<(usize, Variable, usize)> = Vec::new();
-    for (k, r) in inst.running.iter().enumerate() {
-        let on = run_on.get(&k).cloned().unwrap_or_default();
-        if a.preempted.contains(&k) || on.is_empty() && !(quota.is_some() && r.tenant == tenant) {
-            continue;
-        }
-        if !relevant(&on, r.tenant) {
-            continue;
-        }
-        let fam = if may(k) {
-            Family::Preempt
-        } else {
-            Family::Stop
-        };
-        if !allow(fam) {
-            continue;
-        }
-        let (v, col) = cols.add(variable().binary());
-        let per_gpu = if fam == Family::Stop {
-            COST_FORCE
-        } else {
-            COST_PREEMPT
-        };
-        let c = per_gpu * r.gpu_equivalent().max(0.001) + TIE * victim_cost(inst, r);
-        cost.add_mul(c, v);
-        p.push((k, v, col));
-    }
-    let mut h: Vec<(usize, Variable, usize)> = Vec::new();
-    if allow(Family::HoldBack) {
-        for &i in a.placed.keys() {
-            let on = placed_on.get(&i).cloned().unwrap_or_default();
-            if !relevant(&on, inst.pending[i].tenant) {
-                continue;
-            }
-            let (v, col) = cols.add(variable().binary());
-            let pi = &inst.pending[i];
-            cost.add_mul(
-                COST_HOLD * pi.gpu_equivalent().max(0.001) + TIE * job_value(inst, pi),
-                v,
-            );
-            h.push((i, v, col));
-        }
-    }
-    let mut e: BTreeMap<usize, (Variable, usize)> = BTreeMap::new();
-    if allow(Family::Hardware) {
-        for &n in &eligible {
-            let (v, col) = cols.add(variable().integer().min(0.0).max(g));
-            cost.add_mul(COST_ADD, v);
-            e.insert(n, (v, col));
-        }
-    }
-    // Capacity.
-    for (&n, &(_, xv)) in &x {
-        let mut lhs = Expression::from(xv);
-        for &(k, v, _) in &p {
-            if let Some(&c) = run_on.get(&k).and_then(|m| m.get(&n)) {
-                lhs.add_mul(-(c as f64), v);
-            }
-        }
-        for &(i, v, _) in &h {
-            if let Some(&c) = placed_on.get(&i).and_then(|m| m.get(&n)) {
-                lhs.add_mul(-(c as f64), v);
-            }
-        }
-        if let Some(&(v, _)) = e.get(&n) {
-            lhs.add_mul(-1.0, v);
-        }
-        rows.push(lhs.leq(after.free[n] as f64));
-    }
-    // Node count.
-    let limit = job.node_limit();
-    let mut s_nodes = None;
-    if job.gpus_per_node.is_none() && (limit as usize) < eligible.len() {
-        let used: Expression = x.values().map(|(u, _)| *u).sum();
-        if allow(Family::Locality) {
-            let (s, col) = cols.add(variable().integer().min(0.0).max(g));
-            cost.add_mul(COST_LOCALITY, s);
-            rows.push((used - s).leq(limit as f64));
-            s_nodes = Some(col);
-        } else {
-            rows.push(used.leq(limit as f64));
-        }
-    }
-    // Locality domains.
-    let mut s_dom = None;
-    if let Some(level @ (Locality::Rack | Locality::Pod)) = job.within {
-        let mut doms: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for &n in &eligible {
-            let d = match level {
-                Locality::Rack => inst.nodes[n].rack,
-                _ => inst.nodes[n].pod,
-            };
-            doms.entry(d).or_default().push(n);
-        }
-        if doms.len() > 1 {
-            let mut sum = Expression::from(0.0);
-            for nodes in doms.values() {
-                let (v, _) = cols.add(variable().binary());
-                for n in nodes {
-                    rows.push((x[n].0 - v).leq(0.0));
-                }
-                sum += v;
-            }
-            if allow(Family::Locality) {
-                let (s, col) = cols.add(variable().integer().min(0.0).max(doms.len() as f64));
-                cost.add_mul(COST_LOCALITY, s);
-                rows.push((sum - s).leq(1.0));
-                s_dom = Some((level, col));
-            } else {
-                rows.push(sum.leq(1.0));
-            }
-        }
-    }
-    // Quota.
-    let mut s_q = None;
-    if let Some(q) = quota {
-        let mut lhs = Expression::from(0.0);
-        for &(k, v, _) in &p {
-            if inst.running[k].tenant == tenant {
-                lhs.add_mul(-inst.running[k].gpu_equivalent(), v);
-            }
-        }
-        for &(i, v, _) in &h {
-            if inst.pending[i].tenant == tenant {
-                lhs.add_mul(-inst.pending[i].gpu_equivalent(), v);
-            }
-        }
-        if allow(Family::Quota) {
-            let (s, col) = cols.add(variable().min(0.0));
-            cost.add_mul(COST_QUOTA, s);
-            lhs.add_mul(-1.0, s);
-            s_q = Some(col);
-        }
-        rows.push(lhs.leq(q - after.held[tenant] - job.gpu_equivalent()));
-    }
-    // Solve.
-    let mut model = cols.vars.minimise(cost).using(good_lp::highs);
-    for r in rows {
-        model.add_constraint(r);
-    }
-    let mut hm = model
-        .try_into_inner()
-        .map_err(|e| Error::Solver(e.to_string()))?;
-    hm.make_quiet();
-    let _ = hm.try_set_option("time_limit", 10.0);
-    let solved = hm
-        .try_solve()
-        .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
-    use highs::HighsModelStatus as S;
-    match solved.status() {
-        S::Optimal => {}
-        S::Infeasible | S::UnboundedOrInfeasible => return Ok(None),
-        other => {
-            return Err(Error::Solver(format!(
-                "the relaxation ended with status {other:?}"
-            )))
-        }
-    }
-    let val = solved.get_solution().columns().to_vec();
-    let on = |m: Option<&BTreeMap<usize, u32>>| -> BTreeMap<String, u32> {
-        m.map(|m| {
-            m.iter()
-                .map(|(&n, &c)| (inst.nodes[n].name.clone(), c))
-                .collect()
-        })
-        .unwrap_or_default()
-    };
-    let mut changes = Vec::new();
-    for &(k, _, col) in &p {
-        if val[col] > 0.5 {
-            let r = &inst.running[k];
-            let allowed = may(k);
-            let why_not = (!allowed).then(|| {
-                if !r.preemptible {
-                    "not preemptible".to_string()
-                } else if !inst.policy.preemption {
-                    "policy.preemption is off".to_string()
-                } else {
-                    format!("priority {} is not below {}", r.priority, job.priority)
-                }
-            });
-            changes.push(Change::Stop {
-                job: r.id.clone(),
-                gpus: on(run_on.get(&k)),
-                allowed,
-                why_not,
-            });
-        }
-    }
-    for &(i, _, col) in &h {
-        if val[col] > 0.5 {
-            changes.push(Change::HoldBack {
-                job: inst.pending[i].id.clone(),
-                gpus: on(placed_on.get(&i)),
-            });
-        }
-    }
-    if let (Some(col), Some(q)) = (s_q, quota) {
-        if val[col] > 1e-6 {
-            changes.push(Change::Quota {
-                tenant: inst.tenants[tenant].name.clone(),
-                from: q as u32,
-                to: (q + val[col] - 1e-6).ceil() as u32,
-            });
-        }
-    }
-    for (&n, &(_, col)) in &e {
-        let k = val[col].round() as u32;
-        if k > 0 {
-            changes.push(Change::AddGpus {
-                node: inst.nodes[n].name.clone(),
-                rack: inst.racks[inst.nodes[n].rack].clone(),
-                gpus: k,
-            });
-        }
-    }
-    if let Some(col) = s_nodes {
-        let k = val[col].round() as u32;
-        if k > 0 {
-            changes.push(Change::MoreNodes {
-                from: limit,
-                to: limit + k,
-            });
-        }
-    }
-    if let Some((level, col)) = s_dom {
-        let k = val[col].round() as u32;
-        if k > 0 {
-            changes.push(Change::SpanDomains {
-                level: level.as_str().to_string(),
-                count: 1 + k,
-            });
-        }
-    }
-    let total = solved.objective_value();
+    let changes = m.changes(&val);
     let summary = summary(&changes);
     Ok(Some(Relaxation {
         changes,
         cost: total,
         summary,
     }))
+}
+
+/// Whole GPUs each job keeps, per node (job index to node to GPUs).
+type KeptOn = BTreeMap<usize, BTreeMap<usize, u32>>;
+
+/// A change's binary or integer column: (the job or node it changes, variable, column).
+type ChangeCol = (usize, Variable, usize);
+
+/// The relaxation of one waiting job as it is built: its columns, rows and cost, and the
+/// columns each family of change reads back from.
+struct RelaxModel<'a> {
+    inst: &'a Instance,
+    job: &'a PendingJob,
+    forbidden: &'a Forbidden,
+    /// Nodes of a type the job accepts.
+    eligible: Vec<usize>,
+    cols: Cols,
+    rows: Vec<good_lp::Constraint>,
+    cost: Expression,
+    /// Per eligible node: whether the job uses it, and its GPUs there.
+    x: BTreeMap<usize, (Variable, Variable)>,
+    /// Whole GPUs running jobs keep after the round, per node.
+    run_on: KeptOn,
+    /// Whole GPUs the round's placed jobs take, per node.
+    placed_on: KeptOn,
+    /// Running jobs stopped (preempted, or stopped though the rules forbid it).
+    p: Vec<ChangeCol>,
+    /// Placed jobs held back.
+    h: Vec<ChangeCol>,
+    /// GPUs added per eligible node.
+    e: BTreeMap<usize, (Variable, usize)>,
+    /// Nodes past the job's node limit.
+    s_nodes: Option<usize>,
+    /// Domains past one, of the job's `within` level.
+    s_dom: Option<(Locality, usize)>,
+    /// GPUs of quota past the tenant's.
+    s_q: Option<usize>,
+}
+
+impl<'a> RelaxModel<'a> {
+    /// An empty model of pending job j, with what the round leaves on each node.
+    fn new(inst: &'a Instance, after: &AfterRound, j: usize, forbidden: &'a Forbidden) -> Self {
+        let job = &inst.pending[j];
+        let eligible = (0..inst.nodes.len())
+            .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
+            .collect();
+        let (mut run_on, mut placed_on) = (KeptOn::new(), KeptOn::new());
+        for (n, node) in after.holders.iter().enumerate() {
+            for h in node {
+                match h {
+                    Holder::Running(k) => *run_on.entry(*k).or_default().entry(n).or_default() += 1,
+                    Holder::Placed(i) => {
+                        *placed_on.entry(*i).or_default().entry(n).or_default() += 1
+                    }
+                    _ => {}
+                }
+            }
+        }
+        RelaxModel {
+            inst,
+            job,
+            forbidden,
+            eligible,
+            cols: Cols {
+                vars: ProblemVariables::new(),
+                n: 0,
+            },
+            rows: Vec::new(),
+            cost: Expression::from(0.0),
+            x: BTreeMap::new(),
+            run_on,
+            placed_on,
+            p: Vec::new(),
+            h: Vec::new(),
+            e: BTreeMap::new(),
+            s_nodes: None,
+            s_dom: None,
+            s_q: None,
+        }
+    }
+
+    fn allows(&self, f: Family) -> bool {
+        !self.forbidden.contains(&f)
+    }
+
+    fn quota(&self) -> Option<f64> {
+        self.inst.tenants[self.job.tenant].quota
+    }
+
+    /// Whether the rules let the job preempt running job k.
+    fn may_preempt(&self, k: usize) -> bool {
+        let r = &self.inst.running[k];
+        self.inst.policy.preemption && r.preemptible && r.priority < self.job.priority
+    }
+
+    /// Whether a job kept on `on` (of tenant t) matters: it sits on a node the job may use, or
+    /// counts against the job's tenant's quota.
+    fn relevant(&self, on: &BTreeMap<usize, u32>, t: usize) -> bool {
+        on.keys().any(|n| self.x.contains_key(n))
+            || (self.quota().is_some() && t == self.job.tenant)
+    }
+
+    /// Placement: on each eligible node the job uses (u) some of its GPUs (x), all of them in
+    /// all, `gpus_per_node` on each node used where it asks for it.
+    fn add_placement(&mut self) {
+        let g = self.job.gpus as f64;
+        for &n in &self.eligible {
+            let (u, _) = self.cols.add(variable().binary());
+            let (xv, _) = self.cols.add(variable().integer().min(0.0).max(g));
+            match self.job.gpus_per_node {
+                Some(k) => self.rows.push((xv - k as f64 * u).eq(0.0)),
+                None => {
+                    self.rows.push((xv - g * u).leq(0.0));
+                    self.rows.push((u - xv).leq(0.0));
+                }
+            }
+            self.x.insert(n, (u, xv));
+        }
+        let total: Expression = self.x.values().map(|(_, xv)| *xv).sum();
+        self.rows.push(total.eq(g));
+    }
+
+    /// Stops of running jobs that keep GPUs the job could use, or that count against its
+    /// tenant's quota: preemptions where the rules allow them, forced stops (dearer) where not.
+    fn add_stops(&mut self, a: &Assignment) {
+        let tenant = self.job.tenant;
+        for (k, r) in self.inst.running.iter().enumerate() {
+            let on = self.run_on.get(&k).cloned().unwrap_or_default();
+            let quota_counts = self.quota().is_some() && r.tenant == tenant;
+            if a.preempted.contains(&k) || on.is_empty() && !quota_counts {
+                continue;
+            }
+            if !self.relevant(&on, r.tenant) {
+                continue;
+            }
+            let fam = if self.may_preempt(k) {
+                Family::Preempt
+            } else {
+                Family::Stop
+            };
+            if !self.allows(fam) {
+                continue;
+            }
+            let (v, col) = self.cols.add(variable().binary());
+            let per_gpu = if fam == Family::Stop {
+                COST_FORCE
+            } else {
+                COST_PREEMPT
+            };
+            let c = per_gpu * r.gpu_equivalent().max(0.001) + TIE * victim_cost(self.inst, r);
+            self.cost.add_mul(c, v);
+            self.p.push((k, v, col));
+        }
+    }
+
+    /// Hold-backs of the round's placed jobs that take GPUs the job could use, or count
+    /// against its tenant's quota.
+    fn add_hold_backs(&mut self, a: &Assignment) {
+        if !self.allows(Family::HoldBack) {
+            return;
+        }
+        for &i in a.placed.keys() {
+            let on = self.placed_on.get(&i).cloned().unwrap_or_default();
+            let pi = &self.inst.pending[i];
+            if !self.relevant(&on, pi.tenant) {
+                continue;
+            }
+            let (v, col) = self.cols.add(variable().binary());
+            let c = COST_HOLD * pi.gpu_equivalent().max(0.001) + TIE * job_value(self.inst, pi);
+            self.cost.add_mul(c, v);
+            self.h.push((i, v, col));
+        }
+    }
+
+    /// GPUs added to each eligible node.
+    fn add_hardware(&mut self) {
+        if !self.allows(Family::Hardware) {
+            return;
+        }
+        let g = self.job.gpus as f64;
+        for &n in &self.eligible {
+            let (v, col) = self.cols.add(variable().integer().min(0.0).max(g));
+            self.cost.add_mul(COST_ADD, v);
+            self.e.insert(n, (v, col));
+        }
+    }
+
+    /// Capacity: on each node, the job's GPUs fit in what is free after the round plus what
+    /// the stops, hold-backs and added GPUs give.
+    fn add_capacity(&mut self, after: &AfterRound) {
+        for (&n, &(_, xv)) in &self.x {
+            let mut lhs = Expression::from(xv);
+            for &(k, v, _) in &self.p {
+                if let Some(&c) = self.run_on.get(&k).and_then(|m| m.get(&n)) {
+                    lhs.add_mul(-(c as f64), v);
+                }
+            }
+            for &(i, v, _) in &self.h {
+                if let Some(&c) = self.placed_on.get(&i).and_then(|m| m.get(&n)) {
+                    lhs.add_mul(-(c as f64), v);
+                }
+            }
+            if let Some(&(v, _)) = self.e.get(&n) {
+                lhs.add_mul(-1.0, v);
+            }
+            self.rows.push(lhs.leq(after.free[n] as f64));
+        }
+    }
+
+    /// Node count: at most the job's node limit, or past it at a price.
+    fn add_node_count(&mut self) {
+        let limit = self.job.node_limit();
+        if self.job.gpus_per_node.is_some() || limit as usize >= self.eligible.len() {
+            return;
+        }
+        let used: Expression = self.x.values().map(|(u, _)| *u).sum();
+        if self.allows(Family::Locality) {
+            let g = self.job.gpus as f64;
+            let (s, col) = self.cols.add(variable().integer().min(0.0).max(g));
+            self.cost.add_mul(COST_LOCALITY, s);
+            self.rows.push((used - s).leq(limit as f64));
+            self.s_nodes = Some(col);
+        } else {
+            self.rows.push(used.leq(limit as f64));
+        }
+    }
+
+    /// Locality domains: the job's nodes in one rack or pod (its `within`), or in more at a
+    /// price.
+    fn add_domains(&mut self) {
+        let Some(level @ (Locality::Rack | Locality::Pod)) = self.job.within else {
+            return;
+        };
+        let mut doms: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &n in &self.eligible {
+            let d = match level {
+                Locality::Rack => self.inst.nodes[n].rack,
+                _ => self.inst.nodes[n].pod,
+            };
+            doms.entry(d).or_default().push(n);
+        }
+        if doms.len() <= 1 {
+            return;
+        }
+        let mut sum = Expression::from(0.0);
+        for nodes in doms.values() {
+            let (v, _) = self.cols.add(variable().binary());
+            for n in nodes {
+                self.rows.push((self.x[n].0 - v).leq(0.0));
+            }
+            sum += v;
+        }
+        if self.allows(Family::Locality) {
+            let most = doms.len() as f64;
+            let (s, col) = self.cols.add(variable().integer().min(0.0).max(most));
+            self.cost.add_mul(COST_LOCALITY, s);
+            self.rows.push((sum - s).leq(1.0));
+            self.s_dom = Some((level, col));
+        } else {
+            self.rows.push(sum.leq(1.0));
+        }
+    }
+
+    /// Quota: the tenant's GPUs after the round, less what its stops and hold-backs free, plus
+    /// the job's, within its quota or past it at a price.
+    fn add_quota(&mut self, after: &AfterRound) {
+        let Some(q) = self.quota() else {
+            return;
+        };
+        let (inst, tenant) = (self.inst, self.job.tenant);
+        let mut lhs = Expression::from(0.0);
+        for &(k, v, _) in &self.p {
+            if inst.running[k].tenant == tenant {
+                lhs.add_mul(-inst.running[k].gpu_equivalent(), v);
+            }
+        }
+        for &(i, v, _) in &self.h {
+            if inst.pending[i].tenant == tenant {
+                lhs.add_mul(-inst.pending[i].gpu_equivalent(), v);
+            }
+        }
+        if self.allows(Family::Quota) {
+            let (s, col) = self.cols.add(variable().min(0.0));
+            self.cost.add_mul(COST_QUOTA, s);
+            lhs.add_mul(-1.0, s);
+            self.s_q = Some(col);
+        }
+        self.rows
+            .push(lhs.leq(q - after.held[tenant] - self.job.gpu_equivalent()));
+    }
+
+    /// Solve the model (its columns, rows and cost are taken): the columns' values and the
+    /// cost, or `None` where no allowed change lets the job start.
+    fn solve(&mut self) -> Result<Option<(Vec<f64>, f64)>> {
+        let vars = std::mem::replace(&mut self.cols.vars, ProblemVariables::new());
+        let cost = std::mem::replace(&mut self.cost, Expression::from(0.0));
+        let mut model = vars.minimise(cost).using(good_lp::highs);
+        for r in std::mem::take(&mut self.rows) {
+            model.add_constraint(r);
+        }
+        let mut hm = model
+            .try_into_inner()
+            .map_err(|e| Error::Solver(e.to_string()))?;
+        hm.make_quiet();
+        let _ = hm.try_set_option("time_limit", 10.0);
+        let solved = hm
+            .try_solve()
+            .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
+        use highs::HighsModelStatus as S;
+        match solved.status() {
+            S::Optimal => {}
+            S::Infeasible | S::UnboundedOrInfeasible => return Ok(None),
+            other => {
+                return Err(Error::Solver(format!(
+                    "the relaxation ended with status {other:?}"
+                )))
+            }
+        }
+        let val = solved.get_solution().columns().to_vec();
+        Ok(Some((val, solved.objective_value())))
+    }
+
+    /// The changes the solution `val` makes.
+    fn changes(&self, val: &[f64]) -> Vec<Change> {
+        let inst = self.inst;
+        let on = |m: Option<&BTreeMap<usize, u32>>| -> BTreeMap<String, u32> {
+            m.map(|m| {
+                m.iter()
+                    .map(|(&n, &c)| (inst.nodes[n].name.clone(), c))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        let mut changes = Vec::new();
+        for &(k, _, col) in &self.p {
+            if val[col] > 0.5 {
+                changes.push(Change::Stop {
+                    job: inst.running[k].id.clone(),
+                    gpus: on(self.run_on.get(&k)),
+                    allowed: self.may_preempt(k),
+                    why_not: self.why_not_preempted(k),
+                });
+            }
+        }
+        for &(i, _, col) in &self.h {
+            if val[col] > 0.5 {
+                changes.push(Change::HoldBack {
+                    job: inst.pending[i].id.clone(),
+                    gpus: on(self.placed_on.get(&i)),
+                });
+            }
+        }
+        changes.extend(self.counted_changes(val));
+        changes
+    }
+
+    /// Why the rules forbid preempting running job k; `None` where they allow it.
+    fn why_not_preempted(&self, k: usize) -> Option<String> {
+        let r = &self.inst.running[k];
+        (!self.may_preempt(k)).then(|| {
+            if !r.preemptible {
+                "not preemptible".to_string()
+            } else if !self.inst.policy.preemption {
+                "policy.preemption is off".to_string()
+            } else {
+                format!("priority {} is not below {}", r.priority, self.job.priority)
+            }
+        })
+    }
+
+    /// The changes of counted columns in `val`: quota, GPUs added, nodes and domains past the
+    /// job's limits.
+    fn counted_changes(&self, val: &[f64]) -> Vec<Change> {
+        let inst = self.inst;
+        let mut changes = Vec::new();
+        if let (Some(col), Some(q)) = (self.s_q, self.quota()) {
+            if val[col] > 1e-6 {
+                changes.push(Change::Quota {
+                    tenant: inst.tenants[self.job.tenant].name.clone(),
+                    from: q as u32,
+                    to: (q + val[col] - 1e-6).ceil() as u32,
+                });
+            }
+        }
+        for (&n, &(_, col)) in &self.e {
+            let k = val[col].round() as u32;
+            if k > 0 {
+                changes.push(Change::AddGpus {
+                    node: inst.nodes[n].name.clone(),
+                    rack: inst.racks[inst.nodes[n].rack].clone(),
+                    gpus: k,
+                });
+            }
+        }
+        if let Some(col) = self.s_nodes {
+            let (limit, k) = (self.job.node_limit(), val[col].round() as u32);
+            if k > 0 {
+                changes.push(Change::MoreNodes {
+                    from: limit,
+                    to: limit + k,
+                });
+            }
+        }
+        if let Some((level, col)) = self.s_dom {
+            let k = val[col].round() as u32;
+            if k > 0 {
+                changes.push(Change::SpanDomains {
+                    level: level.as_str().to_string(),
+                    count: 1 + k,
+                });
+            }
+        }
+        changes
+    }
 }
 
 /// Jobs a summary names one by one; past this many of one kind they are grouped into one
