@@ -87,10 +87,11 @@ const REPACK_SHARE: f64 = 0.5;
 /// 48-node sharers round: gap 0.88% before the share, 0.69-0.75% with it).
 const RACE_SEARCH_SHARE: f64 = 0.5;
 
-/// Longest HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few
-/// small ones and at most [`crate::solve::neighbourhood`]'s candidate count): such cuts solve
-/// to optimality in milliseconds to tens of milliseconds; the cap keeps one hard cut from
-/// taking the rest of the round (a choice, not a measurement).
+/// HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few small
+/// ones and at most [`crate::solve::neighbourhood`]'s candidate count) where the pass's even
+/// share of the time left is smaller ([`Budget::cut_time_limit`]): most cuts solve to
+/// optimality in milliseconds to tens of milliseconds; the cap keeps one hard cut from taking
+/// the time of the pass's other neighbourhoods (a choice, not a measurement).
 const CUT_TIME_LIMIT: Duration = Duration::from_millis(200);
 
 /// Shortest neighbourhood re-solve worth starting (building, presolving and decoding a cut
