@@ -38,10 +38,10 @@ use crate::round_state::{RoundState, Transaction};
 use crate::state::ClusterState;
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
-use rand::seq::SliceRandom;
+use rand::seq::{IteratorRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 /// Moves tried at most on rounds of up to 250 nodes. (On the 48-node rounds of tight-cpu,
@@ -87,6 +87,24 @@ const SAME_RACK: f64 = 0.75;
 /// around any node on which the plan starts a job: a more valuable job may take its place).
 const IDLE_SEED: f64 = 0.75;
 
+/// Sideways moves after which the nodes regions are drawn from are listed again on rounds
+/// of more than [`MOST_MOVES`] / [`MOST_MOVES_PER_NODE`] nodes ([`Seeds`]; a move that raises
+/// the objective lists them again at once, and on smaller rounds every kept move does). A
+/// list a few sideways moves old still draws valid regions (any nodes can be ruined), only
+/// not quite the ones the draw's rules name; listing them after each of the many sideways
+/// moves of a 1,250-node quota-bound round took a third of its moves' time.
+const STALE_SIDEWAYS: usize = 64;
+
+/// Sideways moves after which a round of `nodes` nodes lists its region seeds again
+/// ([`STALE_SIDEWAYS`]).
+fn most_stale_sideways(nodes: usize) -> usize {
+    if nodes * MOST_MOVES_PER_NODE > MOST_MOVES {
+        STALE_SIDEWAYS
+    } else {
+        1
+    }
+}
+
 /// Relative noise on the recreate order's keys.
 const NOISE: f64 = 0.25;
 
@@ -125,19 +143,22 @@ pub fn repack(
     let mut done = Repacked::default();
     let mut fruitless = 0;
     let most = most_moves(inst.nodes.len());
+    let mut seeds: Option<Seeds> = None;
+    let (mut stale, stale_sideways) = (0, most_stale_sideways(inst.nodes.len()));
     while done.tried < most && fruitless < MOST_FRUITLESS {
         if Instant::now() >= until {
             done.cut_short = true;
             break;
         }
-        let Some(region) = packer.region(&state, &mut rng) else {
+        let drawn_from = seeds.get_or_insert_with(|| Seeds::of(inst, &state, &packer.order));
+        let Some(region) = packer.region(&state, drawn_from, &mut rng) else {
             break;
         };
         done.tried += 1;
         let outcome = if region.is_empty() {
             Outcome::Undone
         } else {
-            packer.try_move(&mut state, &region, &mut rng)
+            packer.try_move(&mut state, drawn_from, &region, &mut rng)
         };
         match outcome {
             Outcome::Better => {
@@ -149,6 +170,16 @@ pub fn repack(
                 fruitless += 1;
             }
             Outcome::Undone => fruitless += 1,
+        }
+        match outcome {
+            Outcome::Better => seeds = None,
+            Outcome::Sideways => {
+                stale += 1;
+                if stale >= stale_sideways {
+                    (seeds, stale) = (None, 0);
+                }
+            }
+            Outcome::Undone => {}
         }
     }
     if done.kept + done.sideways == 0
@@ -206,50 +237,49 @@ impl Packer<'_> {
     /// A region to ruin: a node drawn at random ([`IDLE_SEED`]), and partners of its type
     /// holding jobs the plan starts; empty when the node drawn has no partner and starts no
     /// job itself. `None` when no node has idle GPUs or starts a job.
-    fn region(&self, state: &RoundState, rng: &mut ChaCha8Rng) -> Option<Vec<NodeIx>> {
-        let idle: Vec<NodeIx> = (0..self.inst.nodes.len())
-            .filter(|&n| state.free[n] + state.freed[n].len() as u32 > 0)
-            .collect();
-        let started = nodes_starting_jobs(state);
-        let busy: Vec<NodeIx> = started.iter().copied().collect();
+    fn region(
+        &self,
+        state: &RoundState,
+        seeds: &Seeds,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<Vec<NodeIx>> {
+        let (idle, busy) = (&seeds.idle, &seeds.started);
         let seed = if !idle.is_empty() && rng.gen_bool(IDLE_SEED) {
             *idle.choose(rng)?
         } else {
             *busy.choose(rng).or(idle.choose(rng))?
         };
         let t = state.node_type[seed];
-        let holding: Vec<NodeIx> = started
-            .iter()
-            .copied()
-            .filter(|&n| n != seed && state.node_type[n] == t)
-            .collect();
         let rack = self.inst.nodes[seed].rack;
-        let near: Vec<NodeIx> = holding
-            .iter()
-            .copied()
-            .filter(|&n| self.inst.nodes[n].rack == rack)
-            .collect();
+        let holding = But(seeds.of_type(t), seed);
+        let near = But(seeds.of_type_in_rack(t, rack), seed);
         let mut region = vec![seed];
         for _ in 0..rng.gen_range(1..=MOST_PARTNERS) {
             let from = if !near.is_empty() && rng.gen_bool(SAME_RACK) {
-                &near
+                near
             } else {
-                &holding
+                holding
             };
-            if let Some(&n) = from.choose(rng) {
+            if let Some(n) = from.choose(rng) {
                 if !region.contains(&n) {
                     region.push(n);
                 }
             }
         }
-        if region.len() == 1 && !started.contains(&seed) {
+        if region.len() == 1 && busy.binary_search(&seed).is_err() {
             region.clear();
         }
         Some(region)
     }
 
     /// Ruin `region`, recreate it, and keep the result when the objective does not fall.
-    fn try_move(&self, state: &mut RoundState, region: &[NodeIx], rng: &mut ChaCha8Rng) -> Outcome {
+    fn try_move(
+        &self,
+        state: &mut RoundState,
+        seeds: &Seeds,
+        region: &[NodeIx],
+        rng: &mut ChaCha8Rng,
+    ) -> Outcome {
         let released: Vec<usize> = state
             .assignment
             .placed
@@ -268,7 +298,8 @@ impl Packer<'_> {
         }
         let room = RegionRoom::of(&mv, region);
         let mut jobs = released.clone();
-        jobs.extend(self.waiting_for(&mv, mv.node_type[region[0]], &room, &released, rng));
+        let t = mv.node_type[region[0]];
+        jobs.extend(self.waiting_for(&mv, &seeds.waiting, t, &room, &released, rng));
         let order = match rng.gen_range(0..3) {
             0 => Recreate::LargestFirst,
             1 => Recreate::ValuePerGpu,
@@ -319,13 +350,14 @@ impl Packer<'_> {
     fn waiting_for(
         &self,
         mv: &Transaction,
+        waiting: &[usize],
         t: usize,
         room: &RegionRoom,
         released: &[usize],
         rng: &mut ChaCha8Rng,
     ) -> Vec<usize> {
         let mut out = Vec::new();
-        for &j in &self.order {
+        for &j in waiting {
             if out.len() >= MOST_WAITING {
                 break;
             }
@@ -367,14 +399,98 @@ impl Packer<'_> {
     }
 }
 
-/// The nodes on which the plan starts a job (whole GPUs, a share, or a CPU-only job).
-fn nodes_starting_jobs(state: &RoundState) -> BTreeSet<NodeIx> {
-    state
-        .assignment
-        .placed
-        .values()
-        .flat_map(|gpus| gpus.keys().copied())
-        .collect()
+/// The nodes a region is drawn from: listed once and kept while moves are undone (most are)
+/// or go sideways ([`STALE_SIDEWAYS`]), so that drawing a region does not scan the cluster
+/// each time (on 1,250-node rounds that scan took a third of a move's time or more).
+struct Seeds {
+    /// Nodes with idle GPUs (free, or freed by a victim), ascending.
+    idle: Vec<NodeIx>,
+    /// Nodes on which the plan starts a job (whole GPUs, a share, or a CPU-only job),
+    /// ascending.
+    started: Vec<NodeIx>,
+    /// `started` by GPU type, and by GPU type and rack (each ascending).
+    started_of_type: BTreeMap<usize, Vec<NodeIx>>,
+    started_of_type_in_rack: BTreeMap<(usize, usize), Vec<NodeIx>>,
+    /// The pending jobs the plan does not start, in `order` (the recreate checks each again:
+    /// the list may be a few sideways moves old).
+    waiting: Vec<usize>,
+}
+
+impl Seeds {
+    fn of(inst: &Instance, state: &RoundState, order: &[usize]) -> Self {
+        let idle = (0..inst.nodes.len())
+            .filter(|&n| state.free[n] + state.freed[n].len() as u32 > 0)
+            .collect();
+        let started: Vec<NodeIx> = state
+            .assignment
+            .placed
+            .values()
+            .flat_map(|gpus| gpus.keys().copied())
+            .collect::<BTreeSet<NodeIx>>()
+            .into_iter()
+            .collect();
+        let mut started_of_type: BTreeMap<usize, Vec<NodeIx>> = BTreeMap::new();
+        let mut started_of_type_in_rack: BTreeMap<(usize, usize), Vec<NodeIx>> = BTreeMap::new();
+        for &n in &started {
+            let t = state.node_type[n];
+            started_of_type.entry(t).or_default().push(n);
+            started_of_type_in_rack
+                .entry((t, inst.nodes[n].rack))
+                .or_default()
+                .push(n);
+        }
+        let waiting = order
+            .iter()
+            .copied()
+            .filter(|j| !state.assignment.placed.contains_key(j))
+            .collect();
+        Seeds {
+            idle,
+            started,
+            started_of_type,
+            started_of_type_in_rack,
+            waiting,
+        }
+    }
+
+    /// The nodes of type t on which the plan starts a job.
+    fn of_type(&self, t: usize) -> &[NodeIx] {
+        self.started_of_type.get(&t).map_or(&[], Vec::as_slice)
+    }
+
+    /// The nodes of type t in `rack` on which the plan starts a job.
+    fn of_type_in_rack(&self, t: usize, rack: usize) -> &[NodeIx] {
+        self.started_of_type_in_rack
+            .get(&(t, rack))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// A list of nodes (ascending) without one of them, drawn from without building the shorter
+/// list: the same draws as from that list.
+#[derive(Clone, Copy)]
+struct But<'a>(&'a [NodeIx], NodeIx);
+
+impl But<'_> {
+    /// Where the left-out node sits in the list, if it is there.
+    fn at(&self) -> Option<usize> {
+        self.0.binary_search(&self.1).ok()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len() - usize::from(self.at().is_some())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A node drawn uniformly, as [`SliceRandom::choose`] draws from the shorter list.
+    fn choose(&self, rng: &mut ChaCha8Rng) -> Option<NodeIx> {
+        let i = (0..self.len()).choose(rng)?;
+        let skip = self.at().is_some_and(|at| i >= at);
+        Some(self.0[i + usize::from(skip)])
+    }
 }
 
 /// A region's free GPUs (whole, and freed by victims), CPU and memory, summed (a node without
@@ -403,5 +519,32 @@ impl RegionRoom {
             .max(of(job.cpu_milli as f64, self.cpu))
             .max(of(job.memory_mib as f64, self.mem))
             .max(1e-6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drawing from a list without one node gives the same nodes, draw for draw, as drawing
+    /// from the shorter list itself, wherever that node sits (or when it is not there).
+    #[test]
+    fn a_list_without_a_node_draws_as_the_shorter_list() {
+        let list: Vec<NodeIx> = vec![2, 3, 5, 8, 13, 21];
+        for left_out in [2, 8, 21, 4] {
+            let shorter: Vec<NodeIx> = list.iter().copied().filter(|&n| n != left_out).collect();
+            let but = But(&list, left_out);
+            assert_eq!(but.len(), shorter.len());
+            let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(7), ChaCha8Rng::seed_from_u64(7));
+            for _ in 0..200 {
+                assert_eq!(but.choose(&mut a), shorter.choose(&mut b).copied());
+            }
+        }
+        let only = [4];
+        assert!(But(&only, 4).is_empty());
+        assert_eq!(
+            But(&only, 4).choose(&mut ChaCha8Rng::seed_from_u64(1)),
+            None
+        );
     }
 }

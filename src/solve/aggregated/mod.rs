@@ -186,6 +186,7 @@ fn repacked(
         seconds = started.elapsed().as_secs_f64(),
         tried = done.tried,
         kept = done.kept,
+        sideways = done.sideways,
         cut_short = done.cut_short,
         objective = after_objective,
         "repacking done"
