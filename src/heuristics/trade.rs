@@ -29,6 +29,7 @@ use crate::state::ClusterState;
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::time::Instant;
 
 /// Most trades kept on one node before the next node is looked at (a node of 8 GPUs needs a
@@ -274,9 +275,23 @@ impl Trader<'_> {
     fn best_fit_on(&self, state: &RoundState, n: NodeIx, order: FillOrder) -> Option<usize> {
         let t = state.node_type[n];
         let most = state.free[n] + state.freed[n].len() as u32;
+        // A whole job fits only where it asks at most the node's CPU left (or none): the
+        // lists are keyed by GPUs, then CPU, so only the shapes of at most `most` GPUs and
+        // that much CPU are looked at (on 12,500-node rounds, scanning every shape took most
+        // of the trades' time).
+        let cpu_most = state.cpu_free[n].map_or(u64::MAX, |left| left.max(0) as u64);
         let mut best: Option<(f64, usize)> = None;
-        for ((gpus, _, _, mask), list) in &self.waiting {
-            if *gpus > most || !mask[t] {
+        let shapes = (1..=most).flat_map(|g| {
+            let past = match cpu_most.checked_add(1) {
+                Some(cpu) => (g, cpu, 0, Vec::new()),
+                None => (g + 1, 0, 0, Vec::new()),
+            };
+            let from = (g, 0, 0, Vec::new());
+            self.waiting
+                .range((Bound::Included(from), Bound::Excluded(past)))
+        });
+        for ((_, _, _, mask), list) in shapes {
+            if !mask[t] {
                 continue;
             }
             // Jobs of one shape differ only in priority, tenant and reservations: a few are
