@@ -164,26 +164,23 @@ pub fn repack(
             jobs_on.moved(&state, &moved);
             outcome
         };
+        // A kept move changes what regions are drawn from: listed again at once after a
+        // gain, after a few sideways moves on large rounds ([`most_stale_sideways`]).
         match outcome {
             Outcome::Better => {
                 done.kept += 1;
                 fruitless = 0;
+                seeds = None;
             }
             Outcome::Sideways => {
                 done.sideways += 1;
                 fruitless += 1;
-            }
-            Outcome::Undone => fruitless += 1,
-        }
-        match outcome {
-            Outcome::Better => seeds = None,
-            Outcome::Sideways => {
                 stale += 1;
                 if stale >= stale_sideways {
                     (seeds, stale) = (None, 0);
                 }
             }
-            Outcome::Undone => {}
+            Outcome::Undone => fruitless += 1,
         }
     }
     if done.kept + done.sideways == 0
