@@ -98,7 +98,7 @@ const STALE_SIDEWAYS: usize = 64;
 /// Sideways moves after which a round of `nodes` nodes lists its region seeds again
 /// ([`STALE_SIDEWAYS`]).
 fn most_stale_sideways(nodes: usize) -> usize {
-    if nodes * MOST_MOVES_PER_NODE > MOST_MOVES {
+    if most_moves(nodes) > MOST_MOVES {
         STALE_SIDEWAYS
     } else {
         1
@@ -151,7 +151,8 @@ pub fn repack(
             done.cut_short = true;
             break;
         }
-        let drawn_from = seeds.get_or_insert_with(|| Seeds::of(inst, &state, &packer.order));
+        let drawn_from =
+            seeds.get_or_insert_with(|| Seeds::of(inst, &state, &jobs_on, &packer.order));
         let Some(region) = packer.region(&state, drawn_from, &mut rng) else {
             break;
         };
@@ -288,9 +289,7 @@ impl Packer<'_> {
             .map(|&j| (j, state.assignment.placed[&j].keys().copied().collect()))
             .collect();
         let mut nodes: BTreeSet<NodeIx> = region.iter().copied().collect();
-        for j in &released {
-            nodes.extend(state.assignment.placed[j].keys().copied());
-        }
+        nodes.extend(moved.iter().flat_map(|(_, held)| held.iter().copied()));
         let before = self.score.score(state, &nodes, &released);
         let mut mv = state.transaction();
         for &j in &released {
@@ -421,17 +420,12 @@ struct Seeds {
 }
 
 impl Seeds {
-    fn of(inst: &Instance, state: &RoundState, order: &[usize]) -> Self {
+    fn of(inst: &Instance, state: &RoundState, jobs_on: &JobsOn, order: &[usize]) -> Self {
         let idle = (0..inst.nodes.len())
             .filter(|&n| state.free[n] + state.freed[n].len() as u32 > 0)
             .collect();
-        let started: Vec<NodeIx> = state
-            .assignment
-            .placed
-            .values()
-            .flat_map(|gpus| gpus.keys().copied())
-            .collect::<BTreeSet<NodeIx>>()
-            .into_iter()
+        let started: Vec<NodeIx> = (0..inst.nodes.len())
+            .filter(|&n| !jobs_on.0[n].is_empty())
             .collect();
         let mut started_of_type: BTreeMap<usize, Vec<NodeIx>> = BTreeMap::new();
         let mut started_of_type_in_rack: BTreeMap<(usize, usize), Vec<NodeIx>> = BTreeMap::new();
