@@ -15,6 +15,7 @@ use gangplan::instance::validate::validate;
 use gangplan::instance::Instance;
 use gangplan::plan::{render_plan, validate_plan, SolverInfo, Status};
 use gangplan::topology::Topology;
+use std::time::{Duration, Instant};
 
 fn planners() -> Vec<Box<dyn Planner>> {
     vec![
@@ -64,6 +65,41 @@ fn every_baseline_gives_valid_deterministic_plans() {
                 p.name()
             );
         }
+    }
+}
+
+#[test]
+fn under_a_time_limit_baselines_consider_no_job_past_the_work_deadline_and_say_so() {
+    let inst = std::sync::Arc::new(instance(2, 24, 40, 0.3));
+    let topo = std::sync::Arc::new(Topology::new(&inst));
+    for p in planners() {
+        // A deadline already past: the cutoff comes before the first job.
+        let late = p.solve(&RoundContext::new(&inst, &topo, Instant::now()));
+        assert!(
+            late.assignment.placed.is_empty(),
+            "{} placed work",
+            p.name()
+        );
+        assert!(late.time_limit_hit, "{}", p.name());
+        let note = late.note.expect("a note");
+        assert!(
+            note.contains(&format!("stopped {} after 0 of 40 pending jobs", p.name())),
+            "{note}"
+        );
+        // Time to spare: the pure plan, and nothing said.
+        let far = Instant::now() + Duration::from_secs(600);
+        let timed = p.solve(&RoundContext::new(&inst, &topo, far));
+        assert!(
+            !timed.time_limit_hit && timed.note.is_none(),
+            "{}",
+            p.name()
+        );
+        assert_eq!(
+            timed.assignment,
+            p.plan(&RoundContext::untimed(&inst, &topo)),
+            "{}",
+            p.name()
+        );
     }
 }
 

@@ -418,6 +418,18 @@ fn gen_out_dash_is_stdout() {
 }
 
 #[test]
+fn gen_writes_json_to_a_json_file_and_yaml_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, starts) in [("r.json", "{"), ("r.JSON", "{"), ("r.yaml", "nodes:")] {
+        let path = dir.path().join(name);
+        let out = gangplan(&["gen", "--nodes", "2", "--out", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(written.starts_with(starts), "{name}: {written}");
+    }
+}
+
+#[test]
 fn gen_help_says_what_it_makes() {
     let out = gangplan(&["gen", "--help"]);
     assert_eq!(out.status.code(), Some(0));

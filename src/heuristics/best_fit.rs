@@ -1,7 +1,7 @@
 //! Best fit: jobs in arrival (pending) order, each to the single-node option it fills most
 //! tightly; gangs no node holds go to the placement search ([`super::baseline`]).
 
-use super::baseline::{place_with, NodeOption};
+use super::baseline::{place_with, Cutoff, NodeOption};
 use super::placement::free::{gpu_free_milli, node_free_milli};
 use super::Planner;
 use crate::assignment::Assignment;
@@ -22,13 +22,9 @@ pub fn best_fit_choice(state: &RoundState, j: usize, options: &[NodeOption]) -> 
         .enumerate()
         .min_by_key(|(_, o)| {
             let node_left = node_free_milli(state, o.node, job.priority).saturating_sub(ask);
-            let gpu_left = o
-                .gpus
-                .first()
-                .filter(|_| job.gpu_milli.is_some())
-                .map_or(0, |&g| {
-                    gpu_free_milli(state, o.node, g, job.priority).saturating_sub(ask)
-                });
+            let gpu_left = o.shared_gpu.map_or(0, |g| {
+                gpu_free_milli(state, o.node, g, job.priority).saturating_sub(ask)
+            });
             let cpu_left = state.cpu_free[o.node].unwrap_or(i64::MAX);
             (node_left, gpu_left, cpu_left, o.node)
         })
@@ -44,10 +40,21 @@ impl Planner for BestFit {
         "best-fit"
     }
 
-    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
+    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
+        self.plan_until(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(
+        &self,
+        &super::RoundContext { inst, topo, .. }: &super::RoundContext,
+        cut: &mut Cutoff,
+    ) -> Assignment {
         let before = ClusterState::new(inst);
         let mut state = RoundState::new(inst, &before);
         for j in 0..inst.pending.len() {
+            if !cut.next_job() {
+                break;
+            }
             place_with(&mut state, topo, j, &mut |s, o| best_fit_choice(s, j, o));
         }
         state.assignment

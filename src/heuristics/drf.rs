@@ -3,7 +3,7 @@
 //! the cluster, divided by its weight) that still has an untried job offers its oldest one; the
 //! job goes to its best-fit node or is skipped. Ties go to the lower tenant index.
 
-use super::baseline::place_with;
+use super::baseline::{place_with, Cutoff};
 use super::best_fit::best_fit_choice;
 use super::Planner;
 use crate::assignment::Assignment;
@@ -20,7 +20,15 @@ impl Planner for Drf {
         "drf"
     }
 
-    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
+    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
+        self.plan_until(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(
+        &self,
+        &super::RoundContext { inst, topo, .. }: &super::RoundContext,
+        cut: &mut Cutoff,
+    ) -> Assignment {
         let nt = inst.tenants.len();
         let gpu_total = (inst.gpus_usable() as f64).max(1.0);
         let cpu_total = inst.nodes.iter().filter_map(|n| n.cpu_milli).sum::<u64>() as f64;
@@ -57,6 +65,9 @@ impl Planner for Drf {
             let Some(j) = queues[t].pop_front() else {
                 break;
             };
+            if !cut.next_job() {
+                break;
+            }
             let placed = place_with(&mut state, topo, j, &mut |s: &RoundState, o| {
                 best_fit_choice(s, j, o)
             });

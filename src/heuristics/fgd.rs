@@ -26,7 +26,7 @@
 //! so seed 42 is another node order (and another pod order, `crate::sim::engine`); its filter
 //! and ours agree on CPU, memory, GPU type and GPU room.
 
-use super::baseline::{place_with, NodeOption};
+use super::baseline::{place_with, Cutoff, NodeOption};
 use super::placement::fragmentation::growth;
 use super::placement::free::{gpu_free_milli, node_free};
 use super::Planner;
@@ -68,7 +68,15 @@ impl Planner for Fgd {
         "fgd"
     }
 
-    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
+    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
+        self.plan_until(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(
+        &self,
+        &super::RoundContext { inst, topo, .. }: &super::RoundContext,
+        cut: &mut Cutoff,
+    ) -> Assignment {
         let own;
         let dist = match &self.dist {
             Some(d) => d.as_ref(),
@@ -87,6 +95,9 @@ impl Planner for Fgd {
         }
         let ranks = guard.as_deref().unwrap_or(&[]);
         for j in 0..inst.pending.len() {
+            if !cut.next_job() {
+                break;
+            }
             place_with(
                 &mut state,
                 topo,
@@ -119,11 +130,12 @@ fn best_score(
             memo.clear();
         }
         levels.clear();
-        levels.extend(
-            o.gpus
-                .iter()
-                .map(|&g| gpu_free_milli(state, o.node, g, job.priority)),
-        );
+        match o.shared_gpu {
+            Some(g) => levels.push(gpu_free_milli(state, o.node, g, job.priority)),
+            // A whole-GPU job takes whole GPUs (free, or freed by a preemption); a CPU-only
+            // job none.
+            None => levels.extend(std::iter::repeat_n(MILLI_PER_GPU, job.gpus as usize)),
+        }
         // A sharer's GPUs of one node with the same free capacity score the same.
         let lvl = levels.first().copied().unwrap_or(0);
         let score = match memo.iter().find(|m| job.gpu_milli.is_some() && m.0 == lvl) {

@@ -2,7 +2,7 @@
 //! index) that holds it. A job that does not fit is skipped; later jobs may still start
 //! (no head-of-line blocking).
 
-use super::baseline::run_pass;
+use super::baseline::{run_pass, Cutoff};
 use super::Planner;
 use crate::assignment::Assignment;
 
@@ -15,8 +15,16 @@ impl Planner for Fifo {
         "fifo"
     }
 
-    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
+    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
+        self.plan_until(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(
+        &self,
+        &super::RoundContext { inst, topo, .. }: &super::RoundContext,
+        cut: &mut Cutoff,
+    ) -> Assignment {
         let order: Vec<usize> = (0..inst.pending.len()).collect();
-        run_pass(inst, topo, &order, &mut |_, _| Some(0))
+        run_pass(inst, topo, &order, &mut |_, _| Some(0), cut)
     }
 }

@@ -5,7 +5,7 @@
 //! jobs of strictly lower priority, the lowest priority (most service) first, until it fits;
 //! unneeded victims are released again.
 
-use super::baseline::{place_with, placement_for, NodeOption};
+use super::baseline::{place_with, placement_for, Cutoff, NodeOption};
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::round_state::RoundState;
@@ -28,7 +28,15 @@ impl Planner for Las {
         "las"
     }
 
-    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
+    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
+        self.plan_until(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(
+        &self,
+        &super::RoundContext { inst, topo, .. }: &super::RoundContext,
+        cut: &mut Cutoff,
+    ) -> Assignment {
         let mut order: Vec<usize> = (0..inst.pending.len()).collect();
         let p = &inst.pending;
         order.sort_by(|&a, &b| {
@@ -40,6 +48,9 @@ impl Planner for Las {
         let before = ClusterState::new(inst);
         let mut state = RoundState::new(inst, &before);
         for j in order {
+            if !cut.next_job() {
+                break;
+            }
             if place_with(&mut state, topo, j, &mut first) {
                 continue;
             }

@@ -2,7 +2,7 @@
 //! for a sharer). Seeded: the seed, the round's job counts and ids fix the stream, so the same
 //! instance and seed give the same plan.
 
-use super::baseline::run_pass;
+use super::baseline::{run_pass, Cutoff};
 use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::Instance;
@@ -37,11 +37,23 @@ impl Planner for RandomFit {
         "random"
     }
 
-    fn plan(&self, &super::RoundContext { inst, topo, .. }: &super::RoundContext) -> Assignment {
+    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
+        self.plan_until(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(
+        &self,
+        &super::RoundContext { inst, topo, .. }: &super::RoundContext,
+        cut: &mut Cutoff,
+    ) -> Assignment {
         let mut rng = ChaCha8Rng::seed_from_u64(mix(self.seed, inst));
         let order: Vec<usize> = (0..inst.pending.len()).collect();
-        run_pass(inst, topo, &order, &mut |_, o| {
-            Some(rng.gen_range(0..o.len()))
-        })
+        run_pass(
+            inst,
+            topo,
+            &order,
+            &mut |_, o| Some(rng.gen_range(0..o.len())),
+            cut,
+        )
     }
 }
