@@ -112,10 +112,14 @@ const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
 /// Rendering (reasons aside), validating, encoding and writing the plan, seconds per job
 /// (running or pending): on the 100k-GPU family rounds (12,500 nodes, 28,561-36,202 jobs)
 /// with the machine's two cores loaded (load average 3) it took 0.18-0.25 s, 5e-6 to 9e-6 s
-/// per job; this is about twice that. (An earlier measurement, 2.7e-5 s per job at 5,000
-/// nodes and 15,000 pending jobs, kept back 1.1 s of a 3 s round at 100k GPUs for 0.2 s of
-/// work.)
-const OUTPUT_SECONDS_PER_JOB: f64 = 1.5e-5;
+/// per job, and with two such rounds solved at once 0.15-0.24 s; this is a little above the
+/// most measured, and the reserve's base (a tenth of the round) comes on top. At 1.5e-5 the
+/// 3 s rounds ended 0.7 s early (2.25-2.36 s); at 1e-5 the time gained went to the phases
+/// after the second stage: skewed-resources 100k 10.78% to 10.38% and 11.05% to 10.56% (two
+/// runs), the other five families measured 0.005-0.03 points better. (An earlier
+/// measurement, 2.7e-5 s per job at 5,000 nodes and 15,000 pending jobs, kept back 1.1 s of
+/// a 3 s round at 100k GPUs for 0.2 s of work.)
+const OUTPUT_SECONDS_PER_JOB: f64 = 1e-5;
 
 /// How far writing a plan may overrun a limit too short for it before the round is refused
 /// instead (a choice: a cron that asks for a millisecond gets its plan a little late).
