@@ -56,6 +56,9 @@ pub enum Error {
     /// The solver failed in a way that left no plan (callers fall back to greedy).
     #[error("solver: {0}")]
     Solver(String),
+    /// A solve that has no fallback did not finish within the time it was given.
+    #[error("{0}")]
+    TimeLimit(String),
 }
 
 impl Error {

@@ -354,6 +354,26 @@ fn gangplan(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Prices whose LP relaxation outlasts the time limit end with the time limit's exit code (8)
+/// and say what to change, not as an internal failure. The round (100 nodes, 1,500 pending
+/// jobs) takes its LP about 12 s on the development machine.
+#[test]
+fn prices_past_the_time_limit_say_so_with_exit_8() {
+    let dir = tempfile::tempdir().unwrap();
+    let round = dir.path().join("round.yaml");
+    let round = round.to_str().unwrap();
+    let args = ["gen", "--nodes", "100", "--pending", "1500", "--seed", "2"];
+    let (code, _, err) = gangplan(&[&args[..], &["--out", round]].concat());
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = gangplan(&["explain", round, "--prices", "--time-limit", "1"]);
+    assert_eq!(code, 8, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("did not finish within 1.0 s; give explain --prices a longer --time-limit"),
+        "{err}"
+    );
+}
+
 #[test]
 fn cli_explain_exit_codes() {
     let p = path("reason-quota");

@@ -38,7 +38,9 @@ pub mod exit {
     /// `discover`: NVML is missing (no NVIDIA driver), cannot start, or sees no GPU.
     pub const NO_NVML: i32 = 7;
     /// `solve`, `plan`: the instance could not be read within the time limit, or what was
-    /// left of the limit after reading it is too little to plan and write (nothing written).
+    /// left of the limit after reading it is too little to plan and write (nothing written);
+    /// `explain`: its relaxation did not finish within its time limit (`--prices`: the
+    /// command's, at least 1 s; a job's: 10 s).
     pub const TIME_LIMIT: i32 = 8;
 }
 
@@ -52,7 +54,8 @@ Exit codes:
   6  output could not be written, or --write-model's folder does not exist
   7  `discover`: NVML (libnvidia-ml.so.1, from the NVIDIA driver) is missing or sees no GPU
   8  `solve`, `plan`: the instance was not read within --time-limit, or too little of the limit
-     was left to plan and write it (nothing is written)
+     was left to plan and write it (nothing is written); `explain`: its relaxation did not
+     finish within its time limit (--prices: --time-limit, at least 1 s; a job: 10 s)
 
 Examples:
   gangplan solve instances/quickstart.yaml
@@ -154,6 +157,7 @@ impl Failure {
             gangplan::Error::Io { .. } => exit::BAD_INPUT,
             gangplan::Error::InvalidPlan { .. } => exit::INTERNAL,
             gangplan::Error::Solver(_) => exit::INTERNAL,
+            gangplan::Error::TimeLimit(_) => exit::TIME_LIMIT,
         };
         Failure {
             code,

@@ -108,6 +108,11 @@ fn solve_relaxation(mut hm: highs::Model, time_limit: f64) -> Result<LpAnswer> {
             values: vec![0.0; cols],
             col_duals: vec![0.0; cols],
         }),
+        highs::HighsModelStatus::ReachedTimeLimit => Err(Error::TimeLimit(format!(
+            "the LP relaxation did not finish within {:.1} s; give explain --prices a longer \
+             --time-limit (or policy.time_limit)",
+            time_limit.max(1.0)
+        ))),
         other => Err(Error::Solver(format!(
             "the LP relaxation ended with status {other:?}"
         ))),

@@ -630,6 +630,13 @@ impl<'a> RelaxModel<'a> {
         match solved.status() {
             S::Optimal => {}
             S::Infeasible | S::UnboundedOrInfeasible => return Ok(None),
+            S::ReachedTimeLimit => {
+                return Err(Error::TimeLimit(
+                    "the relaxation that explains the job did not finish within its 10 s; \
+                     explain works on rounds small enough for the per-node model"
+                        .into(),
+                ))
+            }
             other => {
                 return Err(Error::Solver(format!(
                     "the relaxation ended with status {other:?}"

@@ -79,6 +79,16 @@ pub type Pick<'p> = dyn FnMut(&RoundState, &[NodeOption]) -> Option<usize> + 'p;
 /// CPU-only job one option per node with room. GPUs freed by a preemption this round count as
 /// free.
 pub fn single_node_options(state: &RoundState, topo: &Topology, j: usize) -> Vec<NodeOption> {
+    single_node_options_on(state, topo, j, 0..state.inst.nodes.len())
+}
+
+/// [`single_node_options`] on the listed nodes only, in their order.
+pub fn single_node_options_on(
+    state: &RoundState,
+    topo: &Topology,
+    j: usize,
+    nodes: impl IntoIterator<Item = NodeIx>,
+) -> Vec<NodeOption> {
     let inst = state.inst;
     let job = &inst.pending[j];
     let mut out = Vec::new();
@@ -87,7 +97,8 @@ pub fn single_node_options(state: &RoundState, topo: &Topology, j: usize) -> Vec
     }
     let fits_one_node = job.gpus_per_node.is_none_or(|g| g == job.gpus);
     let accepted = topo.type_mask(job);
-    for (n, node) in inst.nodes.iter().enumerate() {
+    for n in nodes {
+        let node = &inst.nodes[n];
         if job.gpus > 0 && !accepted[state.node_type[n]] {
             continue;
         }
@@ -146,6 +157,12 @@ pub fn placement_for(
             None => state.pick_indices(j, &[(o.node, job.gpus)]),
         };
     }
+    multi_node(state, topo, j)
+}
+
+/// Job j's placement over several nodes by the placement search, where it may span nodes.
+pub fn multi_node(state: &RoundState, topo: &Topology, j: usize) -> Option<GpuSet> {
+    let job = &state.inst.pending[j];
     if job.gpus < 2 || job.node_limit() < 2 || !state.quota_allows(job) {
         return None;
     }

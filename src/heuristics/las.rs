@@ -5,12 +5,17 @@
 //! jobs of strictly lower priority, the lowest priority (most service) first, until it fits;
 //! unneeded victims are released again.
 
-use super::baseline::{place_with, placement_for, Cutoff, NodeOption};
+use super::baseline::{
+    multi_node, place_with, placement_for, single_node_options, single_node_options_on, Cutoff,
+    NodeOption,
+};
 use super::Planner;
 use crate::assignment::Assignment;
+use crate::instance::NodeIx;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
+use std::collections::BTreeSet;
 
 /// Most victims tried for one job.
 const MAX_VICTIMS: usize = 256;
@@ -83,14 +88,26 @@ fn place_by_preemption(state: &mut RoundState, topo: &Topology, j: usize) {
         ra.priority.cmp(&rb.priority).then(b.cmp(&a))
     });
     victims.truncate(MAX_VICTIMS);
-    let fits = |s: &RoundState| placement_for(s, topo, j, &mut first).is_some();
+    // The job fit on no node before: with its quota allowing it, only the nodes of the
+    // victims tried can hold it alone (the others are as they were).
+    let anywhere = !state.quota_allows(job);
+    let mut touched: BTreeSet<NodeIx> = BTreeSet::new();
+    let fits = |s: &RoundState, touched: &BTreeSet<NodeIx>| {
+        let on_one = if anywhere {
+            !single_node_options(s, topo, j).is_empty()
+        } else {
+            !single_node_options_on(s, topo, j, touched.iter().copied()).is_empty()
+        };
+        on_one || multi_node(s, topo, j).is_some()
+    };
     let mut trial = state.transaction();
     let mut used = Vec::new();
     let mut ok = false;
     for k in victims {
         trial.preempt(k);
         used.push(k);
-        if fits(&trial) {
+        touched.extend(inst.running[k].gpus.iter().map(|&(n, _)| n));
+        if fits(&trial, &touched) {
             ok = true;
             break;
         }
@@ -100,7 +117,7 @@ fn place_by_preemption(state: &mut RoundState, topo: &Topology, j: usize) {
     }
     for k in used.into_iter().rev() {
         trial.unpreempt(k);
-        if !fits(&trial) {
+        if !fits(&trial, &touched) {
             trial.preempt(k);
         }
     }
