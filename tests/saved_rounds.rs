@@ -1,18 +1,25 @@
 //! The saved rounds of `instances/bench/` (generator families at small sizes, rounds cut from
 //! trace replays, a round made outside the generator): each solved with `auto` and with the
 //! aggregated model under a short limit gives plans that validate and are never below the
-//! greedy's, and neither bound is below either plan.
+//! greedy's, and neither bound is below either plan; under a 1 s limit every waiting job of
+//! these small rounds is told why it waits.
 
 mod common;
 
 use common::plans::check_plans_and_bounds;
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::{load_instance_file, Instance};
+use gangplan::round::plan_round;
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The tests here solve under short limits, one round at a time as the CLI does: run side by
+/// side, they would share the one rayon pool of the test process and starve each other's
+/// phases past their deadlines.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn saved_rounds() -> Vec<PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/bench");
@@ -36,6 +43,7 @@ fn run(inst: &Arc<Instance>, topo: &Arc<Topology>, formulation: Formulation) -> 
 
 #[test]
 fn every_saved_round_plans_validly_above_greedy_and_below_every_bound() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let files = saved_rounds();
     assert!(
         files.len() >= 14,
@@ -53,5 +61,35 @@ fn every_saved_round_plans_validly_above_greedy_and_below_every_bound() {
             ("aggregated", run(&inst, &topo, Formulation::Aggregated)),
         ];
         check_plans_and_bounds(&inst, &outs, &name);
+    }
+}
+
+/// The time kept for the reasons is the solvers' to respect: a per-node model that ran to the
+/// deadline once left every waiting job of these rounds `unexplained`.
+#[test]
+fn every_waiting_job_of_a_saved_round_is_told_why() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lib = ModelLibrary::builtin();
+    for path in saved_rounds() {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let inst = load_instance_file(&path, &lib).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let opts = SolveOptions {
+            deadline: Instant::now() + Duration::from_secs(1),
+            ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+        };
+        let plan = plan_round(inst, PlannerKind::Ilp, Some(opts)).expect("a valid plan");
+        let unexplained: Vec<&str> = plan
+            .pending
+            .iter()
+            .filter(|p| p.kind.as_deref() == Some("unexplained"))
+            .map(|p| p.job.as_str())
+            .collect();
+        assert!(
+            unexplained.is_empty(),
+            "{name}: {} of {} waiting jobs unexplained ({:?})",
+            unexplained.len(),
+            plan.pending.len(),
+            plan.solver.note
+        );
     }
 }

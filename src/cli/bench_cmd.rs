@@ -222,9 +222,9 @@ fn bench_round(
     let inst = Arc::new(inst);
     let topo = Arc::new(Topology::new(&inst));
     let out = solve(&inst, &topo, &opts);
-    // The waiting jobs' reasons stop at the round's reasons deadline, as `solve`'s do.
-    let reasons_until =
-        gangplan::solve::Budget::starting_at(&inst, started, opts.deadline).reasons_deadline();
+    // The waiting jobs' reasons stop when `solve`'s do.
+    let reasons_until = gangplan::solve::Budget::starting_at(&inst, started, opts.deadline)
+        .reasons_until(std::time::Instant::now());
     let plan = render_plan_until(
         &inst,
         &out.assignment,

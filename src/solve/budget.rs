@@ -109,6 +109,12 @@ const MIN_CUT: Duration = Duration::from_millis(15);
 /// Measured rendering cost per (node, pending job) pair, seconds.
 const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
 
+/// Least time kept for the reasons of the waiting jobs, when any job is pending: a round's
+/// reasons have costs per waiting shape that the per-pair rate leaves out (the saved 125-node
+/// round, 230 waiting, took 1.4 ms against 0.25 ms estimated, and its last 20 jobs were left
+/// `unexplained`); a choice well above that.
+const MIN_REASONS: Duration = Duration::from_millis(20);
+
 /// Rendering (reasons aside), validating, encoding and writing the plan, seconds per job
 /// (running or pending): on the 100k-GPU family rounds (12,500 nodes, 28,561-36,202 jobs)
 /// with the machine's two cores loaded (load average 3) it took 0.18-0.25 s, 5e-6 to 9e-6 s
@@ -136,7 +142,6 @@ pub struct Budget {
     started: Instant,
     deadline: Instant,
     total: Duration,
-    pairs: f64,
     output: Duration,
     reserved: Duration,
     racing: bool,
@@ -167,7 +172,6 @@ impl Budget {
             started,
             deadline,
             total,
-            pairs,
             output,
             reserved: reserve_for(pairs, output, total),
             racing: false,
@@ -211,6 +215,18 @@ impl Budget {
         self.deadline - (reserve_base(self.total) + self.output).min(self.reserved)
     }
 
+    /// When the reasons of the waiting jobs, worked out from `now` (the solve's end), stop:
+    /// [`Budget::reasons_deadline`], or, when the solve ended too late to leave them
+    /// [`MIN_REASONS`] (a loaded machine: a neighbourhood re-solve or a thread running past
+    /// the work deadline), [`MIN_REASONS`] from now as far as the deadline less the output
+    /// and the reserve's least base allow. The saved 125-node round on a machine running four
+    /// rounds at once ended its solve 15 ms past the work deadline, and all its 228 waiting
+    /// jobs said `unexplained`.
+    pub fn reasons_until(&self, now: Instant) -> Instant {
+        let latest = self.deadline - (self.output + RESERVE_BASE_MIN).min(self.total / 2);
+        self.reasons_deadline().max((now + MIN_REASONS).min(latest))
+    }
+
     /// Whether the budget is shorter than validating and writing a plan of this instance
     /// takes by itself ([`OUTPUT_SECONDS_PER_JOB`] per job): `Some(needed)` then, since even
     /// the emptiest plan would overrun by more than [`OVERRUN_TOLERATED`]. (A short limit on
@@ -246,12 +262,13 @@ impl Budget {
         mip_gap * AGGREGATED_GAP_FACTOR
     }
 
-    /// The per-node MIP's limits when it starts at `now` (after the greedy): the time left,
-    /// less a reserve taken on what is left, and HiGHS's share of that; `None` when less than
-    /// [`MIN_SOLVE`] is left.
+    /// The per-node MIP's limits when it starts at `now` (after the greedy, or after the
+    /// neighbourhood search): the time left before [`Budget::work_until`], and HiGHS's share of
+    /// that; `None` when less than [`MIN_SOLVE`] is left. (It once ran to the deadline less a
+    /// reserve taken on what was left, past the time kept for the reasons: the waiting jobs of
+    /// every small round it did not solve to the gap said `unexplained`.)
     pub fn per_node_limits(&self, now: Instant) -> Option<PerNodeLimits> {
-        let left = self.deadline.saturating_duration_since(now);
-        let wait = left.saturating_sub(reserve_for(self.pairs, self.output, left));
+        let wait = self.work_until().saturating_duration_since(now);
         (wait >= MIN_SOLVE).then_some(PerNodeLimits {
             wait,
             time_limit: wait.as_secs_f64() * PER_NODE_SHARE,
@@ -363,7 +380,10 @@ fn reserve_base(total: Duration) -> Duration {
 /// deadline say `unexplained`, and the time goes to the plan (on the 100k-GPU rounds with a
 /// 3 s limit, reserving them cut the solve to half the round and still left no time for them).
 fn reserve_for(pairs: f64, output: Duration, total: Duration) -> Duration {
-    let reasons = Duration::from_secs_f64(pairs * RENDER_SECONDS_PER_NODE_JOB);
+    let reasons = match Duration::from_secs_f64(pairs * RENDER_SECONDS_PER_NODE_JOB) {
+        _ if pairs == 0.0 => Duration::ZERO,
+        estimate => estimate.max(MIN_REASONS),
+    };
     let without_reasons = reserve_base(total) + output;
     if without_reasons + reasons <= total / 2 {
         without_reasons + reasons
@@ -382,7 +402,6 @@ mod tests {
             started: start,
             deadline: start + total,
             total,
-            pairs: 0.0,
             output: Duration::ZERO,
             reserved: reserve_for(0.0, Duration::ZERO, total),
             racing: false,
@@ -430,7 +449,6 @@ mod tests {
             started: start,
             deadline: start + Duration::from_secs(10),
             total: Duration::from_secs(10),
-            pairs: 1e8,
             output: Duration::ZERO,
             reserved: reserve_for(1e8, Duration::ZERO, Duration::from_secs(10)),
             racing: false,
@@ -459,7 +477,6 @@ mod tests {
             started: start,
             deadline: start + total,
             total,
-            pairs: 0.0,
             output,
             reserved: reserve_for(0.0, output, total),
             racing: false,
@@ -505,13 +522,42 @@ mod tests {
     }
 
     #[test]
-    fn the_per_node_limits_take_a_reserve_on_what_is_left() {
+    fn the_per_node_model_stops_by_the_work_deadline() {
         let start = Instant::now();
         let total = Duration::from_secs(2);
         let b = bare(start, total);
         let l = b.per_node_limits(start + ms(1000)).unwrap();
-        assert_eq!(l.wait, ms(900));
-        assert!((l.time_limit - 0.81).abs() < 1e-12);
+        assert_eq!(l.wait, ms(800));
+        assert!((l.time_limit - 0.72).abs() < 1e-12);
+        assert_eq!(b.per_node_limits(start + ms(1790)), None);
+    }
+
+    #[test]
+    fn reasons_after_a_late_solve_get_their_least_time_within_the_deadline() {
+        let start = Instant::now();
+        let b = Budget {
+            reserved: reserve_for(1e3, Duration::ZERO, ms(1000)),
+            ..bare(start, ms(1000))
+        };
+        // Work until 880 ms, reasons until 900 ms.
+        assert_eq!(b.reasons_deadline(), start + ms(900));
+        assert_eq!(b.reasons_until(start + ms(850)), start + ms(900));
+        assert_eq!(b.reasons_until(start + ms(895)), start + ms(915));
+        // Never past the deadline less the least base (50 ms).
+        assert_eq!(b.reasons_until(start + ms(990)), start + ms(950));
+    }
+
+    #[test]
+    fn a_round_with_pending_jobs_keeps_time_for_their_reasons() {
+        // 48 nodes x 120 pending: 29 us by the per-pair rate, 20 ms kept.
+        assert_eq!(
+            reserve_for(48.0 * 120.0, Duration::ZERO, Duration::from_secs(1)),
+            ms(100) + ms(20)
+        );
+        assert_eq!(
+            reserve_for(0.0, Duration::ZERO, Duration::from_secs(1)),
+            ms(100)
+        );
     }
 
     #[test]
