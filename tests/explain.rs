@@ -354,6 +354,33 @@ fn gangplan(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A round whose objective weights lie 1e-9 to 1e6 apart (found by an independent fuzz
+/// generator): HiGHS's presolve called its relaxation unbounded, and `explain --prices` failed
+/// as an internal error. Its prices now come, and their LP objective bounds the plan's.
+#[test]
+fn prices_of_a_round_with_extreme_weights_bound_its_plan() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/odd/extreme-weights.yaml");
+    let lib = ModelLibrary::builtin();
+    let text = read_document(&path).unwrap();
+    let mut inst = gangplan::instance::parse_instance(&text, "extreme-weights", &lib).unwrap();
+    // Without presolve its relaxation takes about 1.5 s: more than the round's own 0.2 s.
+    inst.policy.time_limit = 30.0;
+    let p = prices(&inst, &Topology::new(&inst)).expect("the relaxation solves");
+    let opts = gangplan::solve::SolveOptions {
+        deadline: std::time::Instant::now() + std::time::Duration::from_secs(5),
+        ..gangplan::solve::SolveOptions::from_policy(&inst, PlannerKind::Ilp)
+    };
+    let plan = plan_round(inst, PlannerKind::Ilp, Some(opts)).unwrap();
+    let slack = 1e-6 * plan.solver.objective.abs().max(1.0);
+    assert!(
+        p.lp_objective + slack >= plan.solver.objective,
+        "LP {} below the plan's {}",
+        p.lp_objective,
+        plan.solver.objective
+    );
+}
+
 /// Prices whose LP relaxation outlasts the time limit end with the time limit's exit code (8)
 /// and say what to change, not as an internal failure. The round (100 nodes, 1,500 pending
 /// jobs) takes its LP about 12 s on the development machine.
