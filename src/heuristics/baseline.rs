@@ -7,12 +7,36 @@
 //! where the literature's do: order and node choice. Each job is placed whole or not at all.
 
 use super::placement::find_placement;
+use super::{Planner, RoundContext};
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx};
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
 use crate::topology::Topology;
 use std::time::Instant;
+
+/// A baseline planner: its name and its plan, considering no job past a cutoff. Every
+/// baseline is a [`Planner`] whose pure plan has no cutoff.
+pub trait Baseline {
+    /// Name used on the command line and in reports.
+    const NAME: &'static str;
+    /// Decide the round, considering no job past the cutoff.
+    fn plan_cut(&self, ctx: &RoundContext, cut: &mut Cutoff) -> Assignment;
+}
+
+impl<B: Baseline> Planner for B {
+    fn name(&self) -> &'static str {
+        B::NAME
+    }
+
+    fn plan(&self, ctx: &RoundContext) -> Assignment {
+        self.plan_cut(ctx, &mut Cutoff::never())
+    }
+
+    fn plan_until(&self, ctx: &RoundContext, cut: &mut Cutoff) -> Assignment {
+        self.plan_cut(ctx, cut)
+    }
+}
 
 /// When a baseline stops considering jobs: never (the pure plan a replay compares), or at an
 /// instant (a round under a time limit: the jobs it did not reach wait, as the greedy's do).

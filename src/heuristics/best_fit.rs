@@ -1,9 +1,8 @@
 //! Best fit: jobs in arrival (pending) order, each to the single-node option it fills most
 //! tightly; gangs no node holds go to the placement search ([`super::baseline`]).
 
-use super::baseline::{place_with, Cutoff, NodeOption};
+use super::baseline::{place_with, Baseline, Cutoff, NodeOption};
 use super::placement::free::{gpu_free_milli, node_free_milli};
-use super::Planner;
 use crate::assignment::Assignment;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
@@ -35,16 +34,10 @@ pub fn best_fit_choice(state: &RoundState, j: usize, options: &[NodeOption]) -> 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BestFit;
 
-impl Planner for BestFit {
-    fn name(&self) -> &'static str {
-        "best-fit"
-    }
+impl Baseline for BestFit {
+    const NAME: &'static str = "best-fit";
 
-    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
-        self.plan_until(ctx, &mut Cutoff::never())
-    }
-
-    fn plan_until(
+    fn plan_cut(
         &self,
         &super::RoundContext { inst, topo, .. }: &super::RoundContext,
         cut: &mut Cutoff,

@@ -3,9 +3,8 @@
 //! the cluster, divided by its weight) that still has an untried job offers its oldest one; the
 //! job goes to its best-fit node or is skipped. Ties go to the lower tenant index.
 
-use super::baseline::{place_with, Cutoff};
+use super::baseline::{place_with, Baseline, Cutoff};
 use super::best_fit::best_fit_choice;
-use super::Planner;
 use crate::assignment::Assignment;
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
@@ -15,16 +14,10 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Drf;
 
-impl Planner for Drf {
-    fn name(&self) -> &'static str {
-        "drf"
-    }
+impl Baseline for Drf {
+    const NAME: &'static str = "drf";
 
-    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
-        self.plan_until(ctx, &mut Cutoff::never())
-    }
-
-    fn plan_until(
+    fn plan_cut(
         &self,
         &super::RoundContext { inst, topo, .. }: &super::RoundContext,
         cut: &mut Cutoff,

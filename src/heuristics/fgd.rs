@@ -26,10 +26,9 @@
 //! so seed 42 is another node order (and another pod order, `crate::sim::engine`); its filter
 //! and ours agree on CPU, memory, GPU type and GPU room.
 
-use super::baseline::{place_with, Cutoff, NodeOption};
+use super::baseline::{place_with, Baseline, Cutoff, NodeOption};
 use super::placement::fragmentation::growth;
 use super::placement::free::{gpu_free_milli, node_free};
-use super::Planner;
 use crate::assignment::Assignment;
 pub use crate::instance::task_dist::{frag, frag_for, NodeFree, TaskDist, TaskType, COVERAGE};
 use crate::instance::NodeIx;
@@ -63,16 +62,10 @@ impl Fgd {
 
 pub use crate::instance::task_dist::artifact_score;
 
-impl Planner for Fgd {
-    fn name(&self) -> &'static str {
-        "fgd"
-    }
+impl Baseline for Fgd {
+    const NAME: &'static str = "fgd";
 
-    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
-        self.plan_until(ctx, &mut Cutoff::never())
-    }
-
-    fn plan_until(
+    fn plan_cut(
         &self,
         &super::RoundContext { inst, topo, .. }: &super::RoundContext,
         cut: &mut Cutoff,

@@ -2,24 +2,17 @@
 //! index) that holds it. A job that does not fit is skipped; later jobs may still start
 //! (no head-of-line blocking).
 
-use super::baseline::{run_pass, Cutoff};
-use super::Planner;
+use super::baseline::{run_pass, Baseline, Cutoff};
 use crate::assignment::Assignment;
 
 /// The FIFO first-fit planner.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Fifo;
 
-impl Planner for Fifo {
-    fn name(&self) -> &'static str {
-        "fifo"
-    }
+impl Baseline for Fifo {
+    const NAME: &'static str = "fifo";
 
-    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
-        self.plan_until(ctx, &mut Cutoff::never())
-    }
-
-    fn plan_until(
+    fn plan_cut(
         &self,
         &super::RoundContext { inst, topo, .. }: &super::RoundContext,
         cut: &mut Cutoff,

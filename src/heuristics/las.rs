@@ -6,10 +6,9 @@
 //! unneeded victims are released again.
 
 use super::baseline::{
-    multi_node, place_with, placement_for, single_node_options, single_node_options_on, Cutoff,
-    NodeOption,
+    multi_node, place_with, placement_for, single_node_options, single_node_options_on, Baseline,
+    Cutoff, NodeOption,
 };
-use super::Planner;
 use crate::assignment::Assignment;
 use crate::instance::NodeIx;
 use crate::round_state::RoundState;
@@ -28,16 +27,10 @@ fn first(_: &RoundState, _: &[NodeOption]) -> Option<usize> {
     Some(0)
 }
 
-impl Planner for Las {
-    fn name(&self) -> &'static str {
-        "las"
-    }
+impl Baseline for Las {
+    const NAME: &'static str = "las";
 
-    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
-        self.plan_until(ctx, &mut Cutoff::never())
-    }
-
-    fn plan_until(
+    fn plan_cut(
         &self,
         &super::RoundContext { inst, topo, .. }: &super::RoundContext,
         cut: &mut Cutoff,

@@ -2,8 +2,7 @@
 //! for a sharer). Seeded: the seed, the round's job counts and ids fix the stream, so the same
 //! instance and seed give the same plan.
 
-use super::baseline::{run_pass, Cutoff};
-use super::Planner;
+use super::baseline::{run_pass, Baseline, Cutoff};
 use crate::assignment::Assignment;
 use crate::instance::Instance;
 use rand::{Rng, SeedableRng};
@@ -32,16 +31,10 @@ fn mix(seed: u64, inst: &Instance) -> u64 {
     h
 }
 
-impl Planner for RandomFit {
-    fn name(&self) -> &'static str {
-        "random"
-    }
+impl Baseline for RandomFit {
+    const NAME: &'static str = "random";
 
-    fn plan(&self, ctx: &super::RoundContext) -> Assignment {
-        self.plan_until(ctx, &mut Cutoff::never())
-    }
-
-    fn plan_until(
+    fn plan_cut(
         &self,
         &super::RoundContext { inst, topo, .. }: &super::RoundContext,
         cut: &mut Cutoff,
