@@ -1,7 +1,7 @@
 //! The saved rounds of `instances/bench/` (generator families at small sizes, rounds cut from
 //! trace replays, a round made outside the generator): each solved with `auto` and with the
 //! aggregated model under a short limit gives plans that validate and are never below the
-//! greedy's, and neither bound is below either plan; under a 1 s limit every waiting job of
+//! greedy's, and neither bound is below either plan; under a 2 s limit every waiting job of
 //! these small rounds is told why it waits.
 
 mod common;
@@ -74,7 +74,9 @@ fn every_waiting_job_of_a_saved_round_is_told_why() {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let inst = load_instance_file(&path, &lib).unwrap_or_else(|e| panic!("{name}: {e}"));
         let opts = SolveOptions {
-            deadline: Instant::now() + Duration::from_secs(1),
+            // 2 s: a solve that ends late on a loaded machine still leaves the reasons up to
+            // 150 ms of the reserve (the bug this holds showed at 1 s and at 2 s alike).
+            deadline: Instant::now() + Duration::from_secs(2),
             ..SolveOptions::from_policy(&inst, PlannerKind::Ilp)
         };
         let plan = plan_round(inst, PlannerKind::Ilp, Some(opts)).expect("a valid plan");
