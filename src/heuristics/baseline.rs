@@ -10,13 +10,18 @@ use super::placement::find_placement;
 use super::{Planner, RoundContext};
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx};
+use crate::objective::evaluate;
 use crate::round_state::RoundState;
+use crate::solve::budget::Budget;
+use crate::solve::outcome::SolveOutcome;
 use crate::state::ClusterState;
 use crate::topology::Topology;
 use std::time::Instant;
 
 /// A baseline planner: its name and its plan, considering no job past a cutoff. Every
-/// baseline is a [`Planner`] whose pure plan has no cutoff.
+/// baseline is a [`Planner`]: its pure plan has no cutoff (what replays compare); under a
+/// round's time limit (`solve`) it considers no job after the round's work deadline
+/// ([`Budget::work_until`]: the jobs not reached wait, and the note says so).
 pub trait Baseline {
     /// Name used on the command line and in reports.
     const NAME: &'static str;
@@ -33,8 +38,21 @@ impl<B: Baseline> Planner for B {
         self.plan_cut(ctx, &mut Cutoff::never())
     }
 
-    fn plan_until(&self, ctx: &RoundContext, cut: &mut Cutoff) -> Assignment {
-        self.plan_cut(ctx, cut)
+    fn solve(&self, ctx: &RoundContext) -> SolveOutcome {
+        let mut cut = Cutoff::at(Budget::new(ctx.inst, ctx.deadline).work_until());
+        let assignment = self.plan_cut(ctx, &mut cut);
+        let objective = evaluate(ctx.inst, ctx.topo, &assignment).total();
+        let mut out = SolveOutcome::heuristic(B::NAME, assignment, objective);
+        if let Some(considered) = cut.stopped_after() {
+            out.time_limit_hit = true;
+            out.note = Some(format!(
+                "the time limit stopped {} after {considered} of {} pending jobs (in its \
+                 order); the jobs it did not reach wait: a longer --time-limit lets it finish",
+                B::NAME,
+                ctx.inst.pending.len()
+            ));
+        }
+        out
     }
 }
 

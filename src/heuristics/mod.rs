@@ -7,7 +7,8 @@
 //! deadline, in a [`RoundContext`]) in, a decision out. The greedy and the baselines here plan
 //! purely (`plan`: same round, same assignment, whatever the deadline: what replays compare);
 //! under a round's time limit (`solve`: the CLI and cron rounds) the baselines consider no job
-//! past the round's work deadline ([`Cutoff`]), so that the plan is written in time; the ILP
+//! past the round's work deadline ([`baseline::Baseline`]), so that the plan is written in
+//! time; the ILP
 //! ([`crate::solve::planner::SolvePlanner`]) is another implementation, which uses the
 //! deadline and reports its bound. [`crate::solve::PlannerKind`] names them all.
 
@@ -15,12 +16,9 @@ pub mod greedy;
 
 pub use greedy::Greedy;
 
-pub use baseline::Cutoff;
-
 use crate::assignment::Assignment;
 use crate::instance::Instance;
 use crate::objective::evaluate;
-use crate::solve::budget::Budget;
 use crate::solve::outcome::SolveOutcome;
 use crate::topology::Topology;
 use std::sync::Arc;
@@ -73,30 +71,12 @@ pub trait Planner {
     fn name(&self) -> &'static str;
     /// Decide the round. Heuristics are pure: same round, same assignment.
     fn plan(&self, ctx: &RoundContext) -> Assignment;
-    /// Decide the round, considering no job past the cutoff (the baselines; the others
-    /// ignore it and plan as [`Planner::plan`] does).
-    fn plan_until(&self, ctx: &RoundContext, _cut: &mut Cutoff) -> Assignment {
-        self.plan(ctx)
-    }
-    /// Decide the round under its time limit and report on it. By default (heuristics, which
-    /// prove nothing) the plan, considering no job after the round's work deadline
-    /// ([`Budget::work_until`]: the jobs not reached wait, and the note says so), scored, with
-    /// status `fallback` and the planner's name as its path.
+    /// Decide the round and report on it. By default (heuristics, which prove nothing) the
+    /// plan, scored, with status `fallback` and the planner's name as its path.
     fn solve(&self, ctx: &RoundContext) -> SolveOutcome {
-        let mut cut = Cutoff::at(Budget::new(ctx.inst, ctx.deadline).work_until());
-        let assignment = self.plan_until(ctx, &mut cut);
+        let assignment = self.plan(ctx);
         let objective = evaluate(ctx.inst, ctx.topo, &assignment).total();
-        let mut out = SolveOutcome::heuristic(self.name(), assignment, objective);
-        if let Some(considered) = cut.stopped_after() {
-            out.time_limit_hit = true;
-            out.note = Some(format!(
-                "the time limit stopped {} after {considered} of {} pending jobs (in its \
-                 order); the jobs it did not reach wait: a longer --time-limit lets it finish",
-                self.name(),
-                ctx.inst.pending.len()
-            ));
-        }
-        out
+        SolveOutcome::heuristic(self.name(), assignment, objective)
     }
 }
 pub mod baseline;
