@@ -76,7 +76,7 @@ pub fn plan_round_with(inst: Instance, settings: &RoundSettings) -> Result<Plan>
         &out.assignment,
         out.status,
         info,
-        Some(budget.reasons_until(Instant::now())),
+        Some(budget.reasons_until()),
     );
     let t = phase("render", t);
     validate_plan(&inst, &plan)?;

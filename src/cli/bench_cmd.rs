@@ -223,8 +223,8 @@ fn bench_round(
     let topo = Arc::new(Topology::new(&inst));
     let out = solve(&inst, &topo, &opts);
     // The waiting jobs' reasons stop when `solve`'s do.
-    let reasons_until = gangplan::solve::Budget::starting_at(&inst, started, opts.deadline)
-        .reasons_until(std::time::Instant::now());
+    let reasons_until =
+        gangplan::solve::Budget::starting_at(&inst, started, opts.deadline).reasons_until();
     let plan = render_plan_until(
         &inst,
         &out.assignment,

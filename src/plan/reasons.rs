@@ -149,6 +149,37 @@ pub struct AfterRound {
     pub running_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
     /// Whole GPUs per node of every job started this round.
     pub placed_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
+    /// Usable GPUs per node (those not down), whoever holds them.
+    pub usable: Vec<u32>,
+    /// The nodes of each GPU type, by type name (each list ascending).
+    pub nodes_of_type: BTreeMap<String, Vec<usize>>,
+}
+
+impl AfterRound {
+    /// The nodes whose GPU type the job accepts, ascending.
+    pub fn eligible(&self, job: &PendingJob) -> Vec<usize> {
+        if job.gpu_types.is_none() {
+            return (0..self.usable.len()).collect();
+        }
+        let mut lists = self
+            .nodes_of_type
+            .iter()
+            .filter(|(t, _)| job.accepts_type(t))
+            .map(|(_, ns)| ns);
+        let Some(first) = lists.next() else {
+            return Vec::new();
+        };
+        let mut nodes = first.clone();
+        let mut more = false;
+        for ns in lists {
+            nodes.extend_from_slice(ns);
+            more = true;
+        }
+        if more {
+            nodes.sort_unstable();
+        }
+        nodes
+    }
 }
 
 impl AfterRound {
@@ -168,9 +199,18 @@ impl AfterRound {
             .collect();
         let running_holdings = holdings(&holders, true);
         let placed_holdings = holdings(&holders, false);
+        let mut nodes_of_type: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (n, node) in inst.nodes.iter().enumerate() {
+            nodes_of_type
+                .entry(node.gpu_type.clone())
+                .or_default()
+                .push(n);
+        }
         AfterRound {
             running_holdings,
             placed_holdings,
+            usable: inst.nodes.iter().map(|n| n.usable()).collect(),
+            nodes_of_type,
             holders,
             free,
             held: held_after(inst, a),
@@ -331,32 +371,43 @@ fn domain_name(inst: &Instance, n: usize, level: Locality) -> String {
     }
 }
 
-/// The nodes a job may use, grouped by the domain it must stay within (one group when none).
+/// The nodes a job may use, grouped by the domain it must stay within (one group when none):
+/// the groups in domain order, each group's nodes ascending, one after another in `grouped`.
 struct Domains {
     eligible: Vec<usize>,
-    groups: Vec<Vec<usize>>,
+    grouped: Vec<usize>,
+    /// Where each group starts in `grouped`, and its end last.
+    starts: Vec<usize>,
 }
 
 impl Domains {
-    fn new(inst: &Instance, job: &PendingJob) -> Self {
-        let eligible: Vec<usize> = (0..inst.nodes.len())
-            .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-            .collect();
+    fn new(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Self {
+        let eligible = after.eligible(job);
         let level = level_of(job);
-        let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for &n in &eligible {
-            let key = match level {
-                Some(Locality::Node) => n,
-                Some(Locality::Rack) => inst.nodes[n].rack,
-                Some(Locality::Pod) => inst.nodes[n].pod,
-                None => 0,
-            };
-            groups.entry(key).or_default().push(n);
+        let key = |n: usize| match level {
+            Some(Locality::Node) => n,
+            Some(Locality::Rack) => inst.nodes[n].rack,
+            Some(Locality::Pod) => inst.nodes[n].pod,
+            None => 0,
+        };
+        let mut grouped = eligible.clone();
+        if matches!(level, Some(Locality::Rack | Locality::Pod)) {
+            grouped.sort_by_key(|&n| (key(n), n));
         }
+        let mut starts: Vec<usize> = (0..grouped.len())
+            .filter(|&i| i == 0 || key(grouped[i]) != key(grouped[i - 1]))
+            .collect();
+        starts.push(grouped.len());
         Domains {
             eligible,
-            groups: groups.into_values().collect(),
+            grouped,
+            starts,
         }
+    }
+
+    /// Each domain's nodes, in domain order.
+    fn groups(&self) -> impl Iterator<Item = &[usize]> {
+        self.starts.windows(2).map(|w| &self.grouped[w[0]..w[1]])
     }
 }
 
@@ -378,7 +429,7 @@ fn fit(inst: &Instance, job: &PendingJob, doms: &Domains, cap: &[u32]) -> Result
     let mut best_per: Option<(u32, usize)> = None;
     let mut best_top = 0u32;
     let mut caps: Vec<u32> = Vec::new();
-    for nodes in &doms.groups {
+    for nodes in doms.groups() {
         let sum: u32 = nodes.iter().map(|&n| cap[n]).sum();
         let fits = match job.gpus_per_node {
             Some(per) => {
@@ -579,10 +630,6 @@ fn max_nodes_text(job: &PendingJob, limit: u32, best: u32, word: &str) -> String
     )
 }
 
-fn usable(inst: &Instance, n: usize) -> u32 {
-    inst.nodes[n].usable()
-}
-
 /// Whole GPUs each listed job holds per node after the round (running: kept GPUs).
 fn holdings(holders: &[Vec<Holder>], running: bool) -> BTreeMap<usize, Vec<(usize, u32)>> {
     let mut out: BTreeMap<usize, BTreeMap<usize, u32>> = BTreeMap::new();
@@ -695,6 +742,48 @@ fn list(names: &[String]) -> String {
 /// fit, CPU or memory no node has, then (the job fits the usable GPUs) whether it fits the
 /// free ones, and if not what blocks it (see [`blocked_reason`]).
 pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
+    reason_with(inst, after, &mut ReasonMemo::default(), j)
+}
+
+/// What the GPU side of a reason depends on: accepted types, size, `within`, `max_nodes`,
+/// `gpus_per_node`, share and priority (CPU, memory and tenant aside). Jobs of one key fit
+/// the same capacities and may preempt the same jobs.
+pub type CapacityKey = (
+    Option<Vec<String>>,
+    u32,
+    Option<Locality>,
+    Option<u32>,
+    Option<u32>,
+    Option<u32>,
+    i64,
+);
+
+/// Pending job's [`CapacityKey`].
+pub fn capacity_key(job: &PendingJob) -> CapacityKey {
+    (
+        job.gpu_types.clone(),
+        job.gpus,
+        job.within,
+        job.max_nodes,
+        job.gpus_per_node,
+        job.gpu_milli,
+        job.priority,
+    )
+}
+
+/// What the reasons of jobs of one [`CapacityKey`] share, worked out for the first of them:
+/// their domains, whether they fit the usable and the free GPUs, and what blocks them. Reuse
+/// one memo only for jobs of one key.
+#[derive(Default)]
+pub struct ReasonMemo {
+    domains: Option<Domains>,
+    usable_fit: Option<Result<(), Miss>>,
+    free_fit: Option<Result<(), Miss>>,
+    blocked: Option<BlockedTail>,
+}
+
+/// [`reason`], with what jobs of `j`'s [`CapacityKey`] share taken from (or put in) `memo`.
+pub fn reason_with(inst: &Instance, after: &AfterRound, memo: &mut ReasonMemo, j: usize) -> Reason {
     let job = &inst.pending[j];
     if let Some(r) = quota_alone(inst, job) {
         return r;
@@ -705,26 +794,35 @@ pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
     if job.is_sharer() {
         return sharer_reason(inst, after, job);
     }
-    let all: Vec<u32> = (0..inst.nodes.len()).map(|n| usable(inst, n)).collect();
-    let doms = Domains::new(inst, job);
-    if let Err(miss) = fit(inst, job, &doms, &all) {
-        let (text, b) = miss_text(inst, job, &miss, "usable");
+    let doms = memo
+        .domains
+        .get_or_insert_with(|| Domains::new(inst, after, job));
+    let usable_fit = memo
+        .usable_fit
+        .get_or_insert_with(|| fit(inst, job, doms, &after.usable));
+    if let Err(miss) = usable_fit {
+        let (text, b) = miss_text(inst, job, miss, "usable");
         return unresolvable(text, b);
     }
-    if let Some(text) = resources_never_fit(inst, job) {
+    if let Some(text) = resources_never_fit(inst, job, doms) {
         return unresolvable(text, Binding::Resources);
     }
     let quota_text = quota_after(inst, after, job);
-    let free = after.free.clone();
-    let Err(miss) = fit(inst, job, &doms, &free) else {
-        return fits_free_reason(inst, job, &free, quota_text);
+    let free_fit = memo
+        .free_fit
+        .get_or_insert_with(|| fit(inst, job, doms, &after.free));
+    let Err(miss) = free_fit else {
+        return fits_free_reason(job, doms, &after.free, quota_text);
     };
-    let (head, binding) = miss_text(inst, job, &miss, "free");
+    let (head, binding) = miss_text(inst, job, miss, "free");
     let head = match &quota_text {
         Some(q) => format!("{head}; also, {q}"),
         None => head,
     };
-    blocked_reason(inst, after, job, &doms, free, head, binding)
+    let (tail, tail_binding) = memo
+        .blocked
+        .get_or_insert_with(|| blocked_tail(inst, after, job, doms));
+    unschedulable(format!("{head}{tail}"), tail_binding.unwrap_or(binding))
 }
 
 /// A reason no state of this cluster resolves.
@@ -765,18 +863,15 @@ fn quota_alone(inst: &Instance, job: &PendingJob) -> Option<Reason> {
 /// A job whose shape fits the GPUs free after the round: its tenant's quota, or else CPU,
 /// memory or the round's objective.
 fn fits_free_reason(
-    inst: &Instance,
     job: &PendingJob,
+    doms: &Domains,
     free: &[u32],
     quota_text: Option<String>,
 ) -> Reason {
     if let Some(text) = quota_text {
         return unschedulable(text, Binding::Quota);
     }
-    let free_total: u32 = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .map(|n| free[n])
-        .sum();
+    let free_total: u32 = doms.eligible.iter().map(|&n| free[n]).sum();
     unschedulable(
         format!(
             "{free_total} {}GPUs are free after this round and its shape fits them, but no placement has room for its CPU or memory, or starting it would lower the round's objective (higher-value jobs, spread or fairness costs)",
@@ -789,20 +884,21 @@ fn fits_free_reason(
 /// A job and the whole GPUs it holds per node.
 type Holding<'a> = (usize, &'a [(usize, u32)]);
 
-/// Why a job whose shape does not fit the `free` GPUs waits; `head` says what it misses. The
-/// smallest set that would make room is sought, in turn, among the running jobs it may
-/// preempt (the objective judged it not worth it), then, with those freed, the running jobs it
-/// may not preempt, then, with those freed too, the jobs started this round (competition).
-/// When none does, `head` alone.
-fn blocked_reason(
+/// What a reason adds after the sentence's head (what the job misses) and the binding it
+/// names instead of the miss's (`None`: the miss's).
+type BlockedTail = (String, Option<Binding>);
+
+/// Why a job whose shape does not fit the GPUs free after the round waits, after the head of
+/// its sentence. The smallest set that would make room is sought, in turn, among the running
+/// jobs it may preempt (the objective judged it not worth it), then, with those freed, the
+/// running jobs it may not preempt, then, with those freed too, the jobs started this round
+/// (competition). When none does, nothing.
+fn blocked_tail(
     inst: &Instance,
     after: &AfterRound,
     job: &PendingJob,
     doms: &Domains,
-    free: Vec<u32>,
-    head: String,
-    binding: Binding,
-) -> Reason {
+) -> BlockedTail {
     let running = &after.running_holdings;
     let may = |k: usize| {
         let r = &inst.running[k];
@@ -813,15 +909,13 @@ fn blocked_reason(
         .filter(|(k, _)| may(**k))
         .map(|(k, v)| (*k, v.as_slice()))
         .collect();
-    let mut cap = free;
+    let mut cap = after.free.clone();
     if let Some(set) = minimal_set(inst, job, doms, &cap, &allowed) {
-        return unschedulable(
-            format!(
-                "{head}; preempting {} would make room, but the round's objective judged it not worth the cost",
-                list(&preemptible_names(inst, &allowed, &set))
-            ),
-            binding,
+        let tail = format!(
+            "; preempting {} would make room, but the round's objective judged it not worth the cost",
+            list(&preemptible_names(inst, &allowed, &set))
         );
+        return (tail, None);
     }
     add_holdings(&mut cap, &allowed);
     let others: Vec<Holding> = running
@@ -835,13 +929,11 @@ fn blocked_reason(
         } else {
             "even with preemption, would need to preempt"
         };
-        return unschedulable(
-            format!(
-                "{head}; {verb} {}",
-                list(&unpreemptible_names(inst, job, &others, &set))
-            ),
-            Binding::Preemption,
+        let tail = format!(
+            "; {verb} {}",
+            list(&unpreemptible_names(inst, job, &others, &set))
         );
+        return (tail, Some(Binding::Preemption));
     }
     add_holdings(&mut cap, &others);
     let placed: Vec<Holding> = after
@@ -850,9 +942,9 @@ fn blocked_reason(
         .map(|(k, v)| (*k, v.as_slice()))
         .collect();
     if let Some(set) = minimal_set(inst, job, doms, &cap, &placed) {
-        return competition_reason(inst, &placed, &set, !others.is_empty(), head);
+        return competition_tail(inst, &placed, &set, !others.is_empty());
     }
-    unschedulable(head, binding)
+    (String::new(), None)
 }
 
 /// Add the GPUs of `jobs` to per-node capacities `cap`.
@@ -904,13 +996,12 @@ fn unpreemptible_names(
 
 /// The GPUs the job needs went to the jobs `set` (indices into `placed`) started this round
 /// (`blocked`: and to running jobs it may not preempt).
-fn competition_reason(
+fn competition_tail(
     inst: &Instance,
     placed: &[Holding],
     set: &[usize],
     blocked: bool,
-    head: String,
-) -> Reason {
+) -> BlockedTail {
     let names: Vec<String> = set
         .iter()
         .map(|&i| job_name(&inst.pending[placed[i].0].id))
@@ -920,13 +1011,11 @@ fn competition_reason(
     } else {
         String::new()
     };
-    unschedulable(
-        format!(
-            "{head}; the GPUs it needs went to {} (started this round, worth more to the round's objective){blocked}",
-            list(&names)
-        ),
-        Binding::Competition,
-    )
+    let tail = format!(
+        "; the GPUs it needs went to {} (started this round, worth more to the round's objective){blocked}",
+        list(&names)
+    );
+    (tail, Some(Binding::Competition))
 }
 
 fn fmt_gpus(x: f64) -> String {
@@ -938,7 +1027,7 @@ fn fmt_gpus(x: f64) -> String {
 }
 
 /// Whether no node could ever hold the job's CPU or memory share (per node it may use).
-fn resources_never_fit(inst: &Instance, job: &PendingJob) -> Option<String> {
+fn resources_never_fit(inst: &Instance, job: &PendingJob, doms: &Domains) -> Option<String> {
     if job.cpu_milli == 0 && job.memory_mib == 0 {
         return None;
     }
@@ -948,12 +1037,10 @@ fn resources_never_fit(inst: &Instance, job: &PendingJob) -> Option<String> {
         .unwrap_or(if job.node_limit() == 1 { job.gpus } else { 1 });
     let cpu = resource_share(job.cpu_milli, on, job.gpus);
     let mem = resource_share(job.memory_mib, on, job.gpus);
-    let ok = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .any(|n| {
-            inst.nodes[n].cpu_milli.is_none_or(|c| c >= cpu)
-                && inst.nodes[n].memory_mib.is_none_or(|m| m >= mem)
-        });
+    let ok = doms.eligible.iter().any(|&n| {
+        inst.nodes[n].cpu_milli.is_none_or(|c| c >= cpu)
+            && inst.nodes[n].memory_mib.is_none_or(|m| m >= mem)
+    });
     (!ok).then(|| {
         format!(
             "needs at least {cpu} cpu_milli and {mem} memory_mib on each node it uses; no {}node has that much",
@@ -1023,9 +1110,7 @@ fn quota_after(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Option<
 
 fn sharer_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reason {
     let mj = job.gpu_milli.unwrap_or(0);
-    let eligible: Vec<usize> = (0..inst.nodes.len())
-        .filter(|&n| job.accepts_type(&inst.nodes[n].gpu_type))
-        .collect();
+    let eligible = after.eligible(job);
     if eligible.is_empty() {
         let (text, binding) = miss_text(inst, job, &Miss::NoType, "usable");
         return Reason {
@@ -1034,7 +1119,7 @@ fn sharer_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reaso
             binding,
         };
     }
-    if eligible.iter().all(|&n| usable(inst, n) == 0) {
+    if eligible.iter().all(|&n| after.usable[n] == 0) {
         return Reason {
             text: format!("needs one {}GPU; every one is down", type_words(job)),
             resolvable: false,
@@ -1045,7 +1130,7 @@ fn sharer_reason(inst: &Instance, after: &AfterRound, job: &PendingJob) -> Reaso
     let room = after
         .share_room
         .iter()
-        .filter(|(n, _, _)| eligible.contains(n))
+        .filter(|(n, _, _)| eligible.binary_search(n).is_ok())
         .map(|x| x.2)
         .max()
         .unwrap_or(0);

@@ -2,7 +2,9 @@
 //! preemption, metrics.
 
 use super::output::{gpus_phrase, job_name};
-use super::reasons::{reason, AfterRound, Reason, UNEXPLAINED};
+use super::reasons::{
+    capacity_key, reason_with, AfterRound, CapacityKey, Reason, ReasonMemo, UNEXPLAINED,
+};
 use super::types::*;
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, Locality, NodeIx, Reservation};
@@ -60,17 +62,28 @@ pub fn render_plan_until(
     }
 }
 
-/// The placed jobs on each GPU (several where sharers share it), in job order.
-fn gpu_takers(a: &Assignment) -> HashMap<(NodeIx, u32), Vec<usize>> {
-    let mut takers: HashMap<(NodeIx, u32), Vec<usize>> = HashMap::new();
+/// The placed jobs on each GPU (several where sharers share it), in job order, and those with
+/// a GPU on each node.
+struct Takers {
+    by_gpu: HashMap<(NodeIx, u32), Vec<usize>>,
+    by_node: HashMap<NodeIx, BTreeSet<usize>>,
+}
+
+/// The [`Takers`] of the GPUs of plan `a`.
+fn gpu_takers(a: &Assignment) -> Takers {
+    let mut by_gpu: HashMap<(NodeIx, u32), Vec<usize>> = HashMap::new();
+    let mut by_node: HashMap<NodeIx, BTreeSet<usize>> = HashMap::new();
     for (&j, set) in &a.placed {
         for (&n, idx) in set {
             for &g in idx {
-                takers.entry((n, g)).or_default().push(j);
+                by_gpu.entry((n, g)).or_default().push(j);
+            }
+            if !idx.is_empty() {
+                by_node.entry(n).or_default().insert(j);
             }
         }
     }
-    takers
+    Takers { by_gpu, by_node }
 }
 
 /// The placed jobs, by name: each one's GPUs per node name.
@@ -96,33 +109,23 @@ fn placements(inst: &Instance, a: &Assignment) -> Vec<Placement> {
 /// its nodes), else `frees 4 GPUs on n1 of tenant t's quota for a` (its tenant's
 /// higher-priority jobs placed, where the tenant has a quota), else `frees 4 GPUs on n1 for
 /// higher-priority work`.
-fn preemption(
-    inst: &Instance,
-    a: &Assignment,
-    takers: &HashMap<(NodeIx, u32), Vec<usize>>,
-    k: usize,
-) -> Preemption {
+fn preemption(inst: &Instance, a: &Assignment, takers: &Takers, k: usize) -> Preemption {
     let r = &inst.running[k];
-    // A job without a GPU on a node frees its CPU and memory there: the jobs placed on that
-    // node take them.
-    let gpuless: BTreeSet<NodeIx> = r
+    // A job without a GPU on a node frees its CPU and memory there: the jobs placed with GPUs
+    // on that node take them.
+    let on_gpuless_nodes = r
         .gpus
         .iter()
         .filter(|(_, idx)| idx.is_empty())
-        .map(|(n, _)| *n)
-        .collect();
+        .filter_map(|(n, _)| takers.by_node.get(n))
+        .flatten();
     let on_its_gpus: BTreeSet<usize> = r
         .gpus
         .iter()
         .flat_map(|(n, idx)| idx.iter().map(move |&g| (*n, g)))
-        .filter_map(|gpu| takers.get(&gpu))
-        .chain(
-            takers
-                .iter()
-                .filter(|((n, _), _)| gpuless.contains(n))
-                .map(|(_, jobs)| jobs),
-        )
+        .filter_map(|gpu| takers.by_gpu.get(&gpu))
         .flatten()
+        .chain(on_gpuless_nodes)
         .copied()
         .collect();
     let takers: Vec<String> = on_its_gpus
@@ -219,9 +222,10 @@ fn shape(inst: &Instance, j: usize) -> Shape {
 }
 
 /// The reason of every waiting shape. Jobs of one shape, tenant and priority wait for the same
-/// reason: it is computed once per shape, for the first waiting job of the shape (the shapes
-/// in parallel; the result does not depend on the order). Shapes not reached by
-/// `reasons_until` get [`Reason::unexplained`].
+/// reason: it is computed once per shape, for the first waiting job of the shape. Shapes of
+/// one [`capacity_key`] share what their GPUs say ([`ReasonMemo`]): each key's shapes are
+/// worked out in turn, the keys in parallel (the result does not depend on the order). Shapes
+/// not reached by `reasons_until` get [`Reason::unexplained`].
 fn reasons_by_shape(
     inst: &Instance,
     after: &AfterRound,
@@ -232,20 +236,47 @@ fn reasons_by_shape(
     for &j in waiting {
         first_of_shape.entry(shape(inst, j)).or_insert(j);
     }
-    let mut representatives: Vec<(_, usize)> = first_of_shape.into_iter().collect();
-    representatives.sort_by_key(|&(_, j)| j);
+    let mut by_capacity: BTreeMap<CapacityKey, Vec<(Shape, usize)>> = BTreeMap::new();
+    for (key, j) in first_of_shape {
+        by_capacity
+            .entry(capacity_key(&inst.pending[j]))
+            .or_default()
+            .push((key, j));
+    }
+    // Keys whose first job comes first in pending order go first.
+    let mut groups: Vec<Vec<(Shape, usize)>> = by_capacity.into_values().collect();
+    for g in &mut groups {
+        g.sort_by_key(|&(_, j)| j);
+    }
+    groups.sort_by_key(|g| g[0].1);
     let in_time = || reasons_until.is_none_or(|t| Instant::now() < t);
-    representatives
+    let started = Instant::now();
+    // A render that works out no reason (a plan vetted before it is rendered) logs nothing.
+    let logged = in_time();
+    let reasons: BTreeMap<Shape, Reason> = groups
         .into_par_iter()
-        .map(|(key, j)| {
-            let r = if in_time() {
-                reason(inst, after, j)
-            } else {
-                Reason::unexplained()
-            };
-            (key, r)
+        .flat_map_iter(|group| {
+            let mut memo = ReasonMemo::default();
+            group.into_iter().map(move |(key, j)| {
+                let r = if in_time() {
+                    reason_with(inst, after, &mut memo, j)
+                } else {
+                    Reason::unexplained()
+                };
+                (key, r)
+            })
         })
-        .collect()
+        .collect();
+    if !logged {
+        return reasons;
+    }
+    tracing::debug!(
+        seconds = started.elapsed().as_secs_f64(),
+        shapes = reasons.len(),
+        unexplained = reasons.values().filter(|r| r.kind() == UNEXPLAINED).count(),
+        "reasons of the waiting shapes"
+    );
+    reasons
 }
 
 /// A reservation of the round with its form in the plan (by names).

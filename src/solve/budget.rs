@@ -14,7 +14,7 @@
 //! - when the aggregated path's repeat and swap-out passes stop ([`Budget::passes_until`],
 //!   [`Budget::pass_fits`]) and whether its choice can still be placed
 //!   ([`Budget::can_place_choice`]);
-//! - when the reasons of the waiting jobs must be done ([`Budget::reasons_deadline`]).
+//! - when the reasons of the waiting jobs must be done ([`Budget::reasons_until`]).
 //!
 //! Every constant of the round's timing lives here, with the measurement behind it.
 
@@ -106,14 +106,12 @@ const CUT_TIME_LIMIT: Duration = Duration::from_millis(200);
 /// takes a few milliseconds; a rule of thumb).
 const MIN_CUT: Duration = Duration::from_millis(15);
 
-/// Measured rendering cost per (node, pending job) pair, seconds.
-const RENDER_SECONDS_PER_NODE_JOB: f64 = 5e-9;
-
-/// Least time the reasons of the waiting jobs get after the solve ([`Budget::reasons_until`]):
-/// a round's reasons have costs per waiting shape that the per-pair rate leaves out (the saved
-/// 125-node round, 230 waiting, took 1.4 ms against 0.25 ms estimated, and its last 20 jobs
-/// were left `unexplained`); a choice well above that, taken from the reserve's base.
-const MIN_REASONS: Duration = Duration::from_millis(20);
+/// The reasons of the waiting jobs, seconds per (node, pending job) pair. Measured with both
+/// cores, all reasons of the plans of 3 s rounds: 12,500 nodes and 20,000 pending (the seven
+/// 100k-GPU families of `gangplan bench`, 301-4,102 waiting shapes) 0.047-0.106 s, 1.9e-10 to
+/// 4.2e-10 per pair; 20,000 nodes and 60,000 pending 0.20 s, 1.7e-10; at 1,250 nodes and 4,000
+/// pending 3-10 ms, below the reserve's least base. A little above the most measured.
+const REASONS_SECONDS_PER_NODE_JOB: f64 = 5e-10;
 
 /// Rendering (reasons aside), validating, encoding and writing the plan, seconds per job
 /// (running or pending): on the 100k-GPU family rounds (12,500 nodes, 28,561-36,202 jobs)
@@ -192,12 +190,11 @@ impl Budget {
         self.total
     }
 
-    /// Time kept back from the deadline for rendering, validating and writing the plan and,
-    /// where they fit, the reasons of the jobs left waiting: a tenth of the round (50-500 ms)
-    /// plus [`OUTPUT_SECONDS_PER_JOB`] per job, plus the reasons, which grow with nodes x
-    /// pending jobs (0.4-0.7 s for 12,500 nodes and 20,000 jobs on the development machine with
-    /// both cores, far more with many constrained gangs), when all of it fits in half the
-    /// round; never more than half the round.
+    /// Time kept back from the deadline for the reasons of the jobs left waiting, rendering,
+    /// validating and writing the plan: [`OUTPUT_SECONDS_PER_JOB`] per job, plus a tenth of
+    /// the round (50-500 ms) or the reasons' estimate where that is longer (they grow with
+    /// nodes x pending jobs, [`REASONS_SECONDS_PER_NODE_JOB`]); never more than half the
+    /// round.
     pub fn reserve(&self) -> Duration {
         self.reserved
     }
@@ -208,23 +205,14 @@ impl Budget {
         self.deadline - self.reserved
     }
 
-    /// When the reasons of the jobs left waiting must be done: the deadline less the part of
-    /// the reserve kept for validating, encoding and writing the plan (its base, a tenth of
-    /// the round, plus [`OUTPUT_SECONDS_PER_JOB`] per job).
-    pub fn reasons_deadline(&self) -> Instant {
-        self.deadline - (reserve_base(self.total) + self.output).min(self.reserved)
-    }
-
-    /// When the reasons of the waiting jobs, worked out from `now` (the solve's end), stop:
-    /// [`Budget::reasons_deadline`], or, where that leaves them less than [`MIN_REASONS`] (a
-    /// small round, whose reasons' estimate is microseconds, or a solve that ended late on a
-    /// loaded machine), [`MIN_REASONS`] from now as far as the deadline less the output and
-    /// the reserve's least base allow. The saved 125-node round on a machine running four
-    /// rounds at once ended its solve 15 ms past the work deadline, and all its 228 waiting
-    /// jobs said `unexplained`.
-    pub fn reasons_until(&self, now: Instant) -> Instant {
-        let latest = self.deadline - (self.output + RESERVE_BASE_MIN).min(self.total / 2);
-        self.reasons_deadline().max((now + MIN_REASONS).min(latest))
+    /// When the reasons of the waiting jobs stop: the deadline less the output's part of the
+    /// reserve and the reserve's least base ([`RESERVE_BASE_MIN`]), within half the round. The
+    /// reasons run in the reserve's base and use of it only what they need; a solve that ends
+    /// late on a loaded machine leaves them less. (They once had the reserve less its whole
+    /// base: 20-35 ms on the 10k-GPU rounds of 1 s, where they took 60-150 ms then, and most
+    /// waiting jobs said `unexplained`; at 100k GPUs they were not reserved at all.)
+    pub fn reasons_until(&self) -> Instant {
+        self.deadline - (self.output + RESERVE_BASE_MIN).min(self.total / 2)
     }
 
     /// Whether the budget is shorter than validating and writing a plan of this instance
@@ -375,18 +363,12 @@ fn reserve_base(total: Duration) -> Duration {
 }
 
 /// The reserve of a round of `total` over `pairs` (node, pending job) pairs whose plan takes
-/// `output` to validate and write: the base and the output, and the reasons when all three fit
-/// in half the round. Reasons that do not fit are not waited for: the jobs past the reasons'
-/// deadline say `unexplained`, and the time goes to the plan (on the 100k-GPU rounds with a
-/// 3 s limit, reserving them cut the solve to half the round and still left no time for them).
+/// `output` to validate and write: the output, and the base or the reasons' estimate where
+/// that is longer, at most half the round. Reasons that do not fit are not waited for: the
+/// jobs past [`Budget::reasons_until`] say `unexplained`, and the time goes to the plan.
 fn reserve_for(pairs: f64, output: Duration, total: Duration) -> Duration {
-    let reasons = Duration::from_secs_f64(pairs * RENDER_SECONDS_PER_NODE_JOB);
-    let without_reasons = reserve_base(total) + output;
-    if without_reasons + reasons <= total / 2 {
-        without_reasons + reasons
-    } else {
-        without_reasons.min(total / 2)
-    }
+    let reasons = Duration::from_secs_f64(pairs * REASONS_SECONDS_PER_NODE_JOB);
+    (output + reserve_base(total).max(reasons)).min(total / 2)
 }
 
 #[cfg(test)]
@@ -410,7 +392,7 @@ mod tests {
     }
 
     #[test]
-    fn the_reserve_is_a_tenth_clamped_plus_the_output_and_the_reasons_that_fit_at_most_half() {
+    fn the_reserve_is_the_output_and_a_tenth_clamped_or_the_reasons_at_most_half() {
         assert_eq!(
             reserve_for(0.0, Duration::ZERO, Duration::from_secs(1)),
             ms(100)
@@ -420,19 +402,20 @@ mod tests {
             reserve_for(0.0, Duration::ZERO, Duration::from_secs(60)),
             ms(500)
         );
-        // 12,500 nodes x 20,000 jobs: 1.25 s of reasons on top of the base.
+        // 12,500 nodes x 20,000 jobs: 125 ms of reasons, within the base.
         assert_eq!(
-            reserve_for(12_500.0 * 20_000.0, Duration::ZERO, Duration::from_secs(10)),
-            ms(500) + ms(1250)
+            reserve_for(12_500.0 * 20_000.0, ms(450), Duration::from_secs(3)),
+            ms(300) + ms(450)
         );
-        // Reasons that do not fit in half the round are not reserved.
+        // 20,000 nodes x 60,000 jobs: 600 ms of reasons, longer than the base.
+        assert_eq!(
+            reserve_for(20_000.0 * 60_000.0, ms(800), Duration::from_secs(3)),
+            ms(600) + ms(800)
+        );
+        // Reasons that do not fit in half the round are cut to it.
         assert_eq!(
             reserve_for(1e12, Duration::ZERO, Duration::from_secs(2)),
-            ms(200)
-        );
-        assert_eq!(
-            reserve_for(12_500.0 * 20_000.0, ms(540), ms(2600)),
-            ms(260) + ms(540)
+            ms(1000)
         );
         // The base and the output never take more than half the round.
         assert_eq!(reserve_for(0.0, ms(900), Duration::from_secs(1)), ms(500));
@@ -447,17 +430,17 @@ mod tests {
             deadline: start + Duration::from_secs(10),
             total: Duration::from_secs(10),
             output: Duration::ZERO,
-            reserved: reserve_for(1e8, Duration::ZERO, Duration::from_secs(10)),
+            reserved: reserve_for(2e9, Duration::ZERO, Duration::from_secs(10)),
             racing: false,
         };
         assert_eq!(b.reserve(), ms(1000));
         assert_eq!(b.work_until(), start + ms(9000));
-        assert_eq!(b.reasons_deadline(), start + ms(9500));
+        assert_eq!(b.reasons_until(), start + ms(9950));
         assert_eq!(b.passes_until(), start + ms(3000));
         assert!(b.can_start_aggregated());
         assert!((b.aggregated_time_limit() - 9.0 * 0.7).abs() < 1e-12);
         assert!(b.passes_until() <= b.work_until());
-        assert!(b.work_until() <= b.reasons_deadline());
+        assert!(b.work_until() <= b.reasons_until());
         // Relocation takes its share of what is left before the work deadline, leaving the rest.
         let (before, relocation, after) = (Instant::now(), b.relocation_until(), Instant::now());
         assert!(relocation < b.work_until());
@@ -479,8 +462,8 @@ mod tests {
             racing: false,
         };
         assert_eq!(b.reserve(), ms(800));
-        assert_eq!(b.reasons_deadline(), start + total - ms(800));
-        assert!(b.work_until() <= b.reasons_deadline());
+        assert_eq!(b.reasons_until(), start + total - ms(350));
+        assert!(b.work_until() <= b.reasons_until());
     }
 
     #[test]
@@ -530,22 +513,23 @@ mod tests {
     }
 
     #[test]
-    fn reasons_after_a_solve_get_their_least_time_within_the_deadline() {
+    fn the_reasons_run_in_the_reserve_but_its_least_base_and_the_output() {
         let start = Instant::now();
-        // 1e7 (node, pending job) pairs: 50 ms of reasons; work until 850 ms, reasons until
-        // 900 ms.
+        // A round of 1 s with 100 ms of output: work until 800 ms (the base, 100 ms, and the
+        // output), the reasons until 850 ms.
         let b = Budget {
-            reserved: reserve_for(1e7, Duration::ZERO, ms(1000)),
+            output: ms(100),
+            reserved: reserve_for(1e7, ms(100), ms(1000)),
             ..bare(start, ms(1000))
         };
-        assert_eq!(b.reasons_deadline(), start + ms(900));
-        assert_eq!(b.reasons_until(start + ms(850)), start + ms(900));
-        assert_eq!(b.reasons_until(start + ms(895)), start + ms(915));
-        // Never past the deadline less the least base (50 ms).
-        assert_eq!(b.reasons_until(start + ms(990)), start + ms(950));
-        // A small round: its reasons' estimate is microseconds; they get 20 ms.
-        let small = bare(start, ms(1000));
-        assert_eq!(small.reasons_until(start + ms(900)), start + ms(920));
+        assert_eq!(b.work_until(), start + ms(800));
+        assert_eq!(b.reasons_until(), start + ms(850));
+        // Within half the round.
+        let short = Budget {
+            output: ms(100),
+            ..bare(start, ms(200))
+        };
+        assert_eq!(short.reasons_until(), start + ms(100));
     }
 
     #[test]
