@@ -9,6 +9,7 @@
 //!   re-plan, and report what changed.
 
 pub mod hardware;
+pub mod lp;
 pub mod prices;
 pub mod relax;
 pub mod round;

@@ -89,20 +89,7 @@ fn solve_relaxation(mut hm: highs::Model, time_limit: f64) -> Result<LpAnswer> {
             return Err(Error::Solver("HiGHS refused to drop integrality".into()));
         }
     }
-    let run_failed = |e| Error::Solver(format!("HiGHS run failed: {e:?}"));
-    let mut solved = hm.try_solve().map_err(run_failed)?;
-    if matches!(
-        solved.status(),
-        highs::HighsModelStatus::Unbounded | highs::HighsModelStatus::UnboundedOrInfeasible
-    ) {
-        // The round's MIP is bounded, so its relaxation is: this is HiGHS's presolve
-        // misjudging a model whose weights lie many orders of magnitude apart (a round with
-        // weights from 1e-9 to 1e6 and checkpoint costs of 1e6 was called unbounded; without
-        // presolve its relaxation solves). Solve it again without presolve.
-        let mut again = highs::Model::from(solved);
-        let _ = again.try_set_option("presolve", "off");
-        solved = again.try_solve().map_err(run_failed)?;
-    }
+    let solved = super::lp::solve(hm)?;
     match solved.status() {
         highs::HighsModelStatus::Optimal => {
             let sol = solved.get_solution();

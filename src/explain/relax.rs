@@ -623,12 +623,12 @@ impl<'a> RelaxModel<'a> {
             .map_err(|e| Error::Solver(e.to_string()))?;
         hm.make_quiet();
         let _ = hm.try_set_option("time_limit", 10.0);
-        let solved = hm
-            .try_solve()
-            .map_err(|e| Error::Solver(format!("HiGHS run failed: {e:?}")))?;
+        let solved = super::lp::solve(hm)?;
         use highs::HighsModelStatus as S;
         match solved.status() {
             S::Optimal => {}
+            // After a second solve without presolve "unbounded or infeasible" stands only
+            // where the program is infeasible (it is bounded: every change costs at least 0).
             S::Infeasible | S::UnboundedOrInfeasible => return Ok(None),
             S::ReachedTimeLimit => {
                 return Err(Error::TimeLimit(
