@@ -8,7 +8,7 @@
 
 use crate::assignment::{Assignment, GpuSet};
 use crate::instance::{Instance, NodeIx, PendingJob};
-use crate::state::{resource_share, ClusterState, GpuUse};
+use crate::state::{gpus_within_resources, resource_share, ClusterState, GpuUse};
 use crate::topology::choose_indices;
 use crate::units::{MILLI_PER_GPU, TOLERANCE};
 
@@ -429,26 +429,7 @@ impl<'a> RoundState<'a> {
         if !self.inst.may_use_node(job, n) {
             return 0;
         }
-        let most = |left: Option<i64>, total: u64| -> u64 {
-            match left {
-                None => u64::MAX,
-                Some(_) if total == 0 => u64::MAX,
-                Some(l) if l < 0 => 0,
-                Some(l) if job.gpus <= 1 => {
-                    if l as u64 >= total {
-                        u64::MAX
-                    } else {
-                        0
-                    }
-                }
-                Some(l) => match (l as u64).checked_mul(job.gpus as u64) {
-                    Some(product) => product / total,
-                    None => (l as u128 * job.gpus as u128 / total as u128) as u64,
-                },
-            }
-        };
-        let g = most(self.cpu_free[n], job.cpu_milli).min(most(self.mem_free[n], job.memory_mib));
-        g.min(u32::MAX as u64) as u32
+        gpus_within_resources(job, self.cpu_free[n], self.mem_free[n])
     }
 
     /// Whole GPUs of node n free to the job ([`RoundState::avail_count`]), and how many of

@@ -1,7 +1,7 @@
 //! Occupancy of the cluster before the round: which GPUs are free, held whole, shared or
 //! down, and how much CPU and memory each node has left. Shared by every planner.
 
-use crate::instance::{Instance, NodeIx};
+use crate::instance::{Instance, NodeIx, PendingJob};
 
 /// What one GPU is doing before the round.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +34,36 @@ pub fn resource_share(total: u64, on_node: u32, gpus: u32) -> u64 {
         return total;
     }
     (total as u128 * on_node as u128).div_ceil(gpus as u128) as u64
+}
+
+/// The most of a job's GPUs a node may hold with `cpu_left` and `mem_left` (`None`:
+/// unlimited): the largest count whose CPU and memory shares ([`resource_share`]) fit, GPUs
+/// aside (`u32::MAX` where neither limits it).
+pub fn gpus_within_resources(
+    job: &PendingJob,
+    cpu_left: Option<i64>,
+    mem_left: Option<i64>,
+) -> u32 {
+    let most = |left: Option<i64>, total: u64| -> u64 {
+        match left {
+            None => u64::MAX,
+            Some(_) if total == 0 => u64::MAX,
+            Some(l) if l < 0 => 0,
+            Some(l) if job.gpus <= 1 => {
+                if l as u64 >= total {
+                    u64::MAX
+                } else {
+                    0
+                }
+            }
+            Some(l) => match (l as u64).checked_mul(job.gpus as u64) {
+                Some(product) => product / total,
+                None => (l as u128 * job.gpus as u128 / total as u128) as u64,
+            },
+        }
+    };
+    let g = most(cpu_left, job.cpu_milli).min(most(mem_left, job.memory_mib));
+    g.min(u32::MAX as u64) as u32
 }
 
 impl ClusterState {

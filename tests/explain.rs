@@ -102,6 +102,16 @@ const REASONS: &[(&str, &str, &str, &str, &[&str])] = &[
         &["tenant A holds 2 GPUs of its quota 2 after this round; this job needs 0.250 more"],
     ),
     (
+        "reason-resources",
+        "cpu-heavy",
+        "unschedulable",
+        "resources",
+        &[
+            "2 GPUs are free after this round and its shape fits them, but not the CPU and memory left beside them",
+            "(it asks 4000 cpu_milli and 0 memory_mib; what is left there holds 0 of its 1 GPU)",
+        ],
+    ),
+    (
         "reason-competition",
         "low",
         "unschedulable",
@@ -153,6 +163,25 @@ fn every_reason_kind_is_named_with_its_numbers() {
             "{name}/{job}"
         );
     }
+}
+
+#[test]
+fn explain_says_when_the_cpu_beside_the_free_gpus_binds() {
+    let lib = ModelLibrary::builtin();
+    let name = "reason-resources";
+    let e = explain_job(&raw(name), &lib, name, "cpu-heavy", 3, false).unwrap();
+    assert!(
+        e.notes
+            .iter()
+            .any(|n| n.contains("but the CPU and memory left beside them do not")),
+        "{:?}",
+        e.notes
+    );
+    assert!(
+        !e.notes.iter().any(|n| n.contains("preferred other work")),
+        "the objective did not decide: {:?}",
+        e.notes
+    );
 }
 
 #[test]

@@ -20,7 +20,7 @@ pub use round::Round;
 use crate::error::{Error, Result};
 use crate::hardware::ModelLibrary;
 use crate::instance::raw::RawInstance;
-use crate::plan::reasons::{reason, Reason};
+use crate::plan::reasons::{reason, Binding, Reason};
 use relax::{relax_alternatives, Relaxation};
 use serde::Serialize;
 
@@ -123,8 +123,14 @@ pub fn explain_job(
     }
     let after = round.after();
     let r: Reason = reason(inst, &after, j);
-    let (relaxations, mut notes) =
-        relax_alternatives(inst, round.assignment(), &after, j, max_options)?;
+    let resources_bind = r.binding == Binding::Resources;
+    let (relaxations, mut notes) = relax_alternatives(
+        inst,
+        round.assignment(),
+        &after,
+        j,
+        (max_options, resources_bind),
+    )?;
     let mut options = Vec::new();
     for relaxation in relaxations {
         let job = &inst.pending[j];

@@ -233,13 +233,14 @@ pub struct Relaxation {
 pub type Forbidden = BTreeSet<Family>;
 
 /// Up to `max` relaxations, cheapest first, each using none of the families of the earlier
-/// ones; plus notes on what the relaxation leaves out for this job.
+/// ones; plus notes on what the relaxation leaves out for this job (`resources_bind`: the
+/// job's reason says the CPU and memory beside the free GPUs do not hold it).
 pub fn relax_alternatives(
     inst: &Instance,
     a: &Assignment,
     after: &AfterRound,
     j: usize,
-    max: usize,
+    (max, resources_bind): (usize, bool),
 ) -> Result<(Vec<Relaxation>, Vec<String>)> {
     let job = &inst.pending[j];
     let mut notes = Vec::new();
@@ -268,8 +269,13 @@ pub fn relax_alternatives(
         };
         let fams: BTreeSet<Family> = r.changes.iter().map(|c| c.family()).collect();
         if fams.is_empty() {
-            // The job fits without any change: the objective decided.
-            notes.push("the job fits the GPUs left free without any change: the round's objective preferred other work; raising its priority or waiting (aging) would help".into());
+            // The job's GPUs fit without any change: the objective decided, or the CPU and
+            // memory, which the relaxation leaves out.
+            notes.push(if resources_bind {
+                "the job's GPUs fit those left free without any change, but the CPU and memory left beside them do not (the reason's numbers): CPU and memory freed on those nodes (their jobs ending or preempted) or nodes with more would help".into()
+            } else {
+                "the job fits the GPUs left free without any change: the round's objective preferred other work; raising its priority or waiting (aging) would help".into()
+            });
             break;
         }
         forbidden.extend(fams);

@@ -18,11 +18,11 @@
 //!
 //! Levels 2 to 5 are **unschedulable**. [`AfterRound`] holds what the round left behind.
 
-use super::output::{gpu_word, job_name};
+use super::output::{gpu_word, gpus_phrase, job_name};
 use crate::assignment::Assignment;
 use crate::instance::{Instance, Locality, PendingJob};
 use crate::objective::held_after;
-use crate::state::{resource_share, ClusterState, GpuUse};
+use crate::state::{gpus_within_resources, resource_share, ClusterState, GpuUse};
 use std::collections::BTreeMap;
 
 /// Which constraint binds.
@@ -812,7 +812,7 @@ pub fn reason_with(inst: &Instance, after: &AfterRound, memo: &mut ReasonMemo, j
         .free_fit
         .get_or_insert_with(|| fit(inst, job, doms, &after.free));
     let Err(miss) = free_fit else {
-        return fits_free_reason(job, doms, &after.free, quota_text);
+        return fits_free_reason(inst, after, job, doms, quota_text);
     };
     let (head, binding) = miss_text(inst, job, miss, "free");
     let head = match &quota_text {
@@ -860,22 +860,53 @@ fn quota_alone(inst: &Instance, job: &PendingJob) -> Option<Reason> {
     })
 }
 
-/// A job whose shape fits the GPUs free after the round: its tenant's quota, or else CPU,
-/// memory or the round's objective.
+/// A job whose shape fits the GPUs free after the round: its tenant's quota, else the CPU
+/// and memory left beside those GPUs (where the shape does not fit the GPUs each node has
+/// them for), else the round's objective.
 fn fits_free_reason(
+    inst: &Instance,
+    after: &AfterRound,
     job: &PendingJob,
     doms: &Domains,
-    free: &[u32],
     quota_text: Option<String>,
 ) -> Reason {
     if let Some(text) = quota_text {
         return unschedulable(text, Binding::Quota);
     }
-    let free_total: u32 = doms.eligible.iter().map(|&n| free[n]).sum();
+    let free_total: u32 = doms.eligible.iter().map(|&n| after.free[n]).sum();
+    let (verb, them) = if free_total == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    let free = format!(
+        "{free_total} {}{} {verb} free after this round and its shape fits {them}",
+        type_words(job),
+        gpu_word(free_total),
+    );
+    let mut room = after.free.clone();
+    for &n in &doms.eligible {
+        let within = gpus_within_resources(job, after.cpu_free[n], after.mem_free[n]);
+        room[n] = room[n].min(within);
+    }
+    if fit(inst, job, doms, &room).is_err() {
+        let most: u32 = doms.eligible.iter().map(|&n| room[n]).sum();
+        let held = if most < job.gpus {
+            format!("{most} of its {}", gpus_phrase(job.gpus))
+        } else {
+            "all its GPUs, but not in its shape".to_string()
+        };
+        return unschedulable(
+            format!(
+                "{free}, but not the CPU and memory left beside {them} (it asks {} cpu_milli and {} memory_mib; what is left there holds {held})",
+                job.cpu_milli, job.memory_mib
+            ),
+            Binding::Resources,
+        );
+    }
     unschedulable(
         format!(
-            "{free_total} {}GPUs are free after this round and its shape fits them, but no placement has room for its CPU or memory, or starting it would lower the round's objective (higher-value jobs, spread or fairness costs)",
-            type_words(job)
+            "{free} with the CPU and memory left beside {them}, but starting it would lower the round's objective (higher-value jobs, spread or fairness costs)"
         ),
         Binding::Objective,
     )
