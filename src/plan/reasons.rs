@@ -151,6 +151,8 @@ pub struct AfterRound {
     pub placed_holdings: BTreeMap<usize, Vec<(usize, u32)>>,
     /// Usable GPUs per node (those not down), whoever holds them.
     pub usable: Vec<u32>,
+    /// The nodes with free whole GPUs after the round, ascending.
+    pub with_free: Vec<usize>,
     /// The nodes of each GPU type, by type name (each list ascending).
     pub nodes_of_type: BTreeMap<String, Vec<usize>>,
 }
@@ -189,10 +191,11 @@ impl AfterRound {
         let mut milli = kept_sharer_milli(inst, before, a);
         let (cpu_free, mem_free) = cpu_and_memory_after(inst, before, a);
         give_placed_gpus(inst, a, &mut holders, &mut milli);
-        let free = holders
+        let free: Vec<u32> = holders
             .iter()
             .map(|h| h.iter().filter(|x| **x == Holder::Free).count() as u32)
             .collect();
+        let with_free = (0..free.len()).filter(|&n| free[n] > 0).collect();
         let share_room = milli
             .into_iter()
             .map(|((n, g), m)| (n, g, 1000u32.saturating_sub(m)))
@@ -210,6 +213,7 @@ impl AfterRound {
             running_holdings,
             placed_holdings,
             usable: inst.nodes.iter().map(|n| n.usable()).collect(),
+            with_free,
             nodes_of_type,
             holders,
             free,
@@ -884,13 +888,18 @@ fn fits_free_reason(
         type_words(job),
         gpu_word(free_total),
     );
+    // Each node's free GPUs cut to what its CPU and memory hold for the job (only nodes with
+    // free GPUs change; their sum settles most rounds before the shape test).
     let mut room = after.free.clone();
-    for &n in &doms.eligible {
+    let mut most = 0u32;
+    for &n in &after.with_free {
         let within = gpus_within_resources(job, after.cpu_free[n], after.mem_free[n]);
         room[n] = room[n].min(within);
+        if doms.eligible.binary_search(&n).is_ok() {
+            most += room[n];
+        }
     }
-    if fit(inst, job, doms, &room).is_err() {
-        let most: u32 = doms.eligible.iter().map(|&n| room[n]).sum();
+    if most < job.gpus || fit(inst, job, doms, &room).is_err() {
         let held = if most < job.gpus {
             format!("{most} of its {}", gpus_phrase(job.gpus))
         } else {

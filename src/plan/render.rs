@@ -7,7 +7,7 @@ use super::reasons::{
 };
 use super::types::*;
 use crate::assignment::{Assignment, GpuSet};
-use crate::instance::{Instance, Locality, NodeIx, Reservation};
+use crate::instance::{Instance, NodeIx, Reservation};
 use crate::state::{ClusterState, GpuUse};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -190,35 +190,14 @@ fn outranking_in_its_quota(inst: &Instance, a: &Assignment, k: usize) -> Option<
     Some((inst.tenants[t].name.clone(), jobs))
 }
 
-/// What decides why a waiting job waits: its shape, tenant and priority.
-type Shape = (
-    Option<Vec<String>>,
-    u32,
-    Option<Locality>,
-    Option<u32>,
-    Option<u32>,
-    Option<u32>,
-    u64,
-    u64,
-    usize,
-    i64,
-);
+/// What decides why a waiting job waits: its [`CapacityKey`] (shape and priority), its CPU
+/// and memory, and its tenant.
+type Shape = (CapacityKey, u64, u64, usize);
 
 /// Pending job j's [`Shape`].
 fn shape(inst: &Instance, j: usize) -> Shape {
     let p = &inst.pending[j];
-    (
-        p.gpu_types.clone(),
-        p.gpus,
-        p.within,
-        p.max_nodes,
-        p.gpus_per_node,
-        p.gpu_milli,
-        p.cpu_milli,
-        p.memory_mib,
-        p.tenant,
-        p.priority,
-    )
+    (capacity_key(p), p.cpu_milli, p.memory_mib, p.tenant)
 }
 
 /// The reason of every waiting shape. Jobs of one shape, tenant and priority wait for the same
@@ -238,10 +217,7 @@ fn reasons_by_shape(
     }
     let mut by_capacity: BTreeMap<CapacityKey, Vec<(Shape, usize)>> = BTreeMap::new();
     for (key, j) in first_of_shape {
-        by_capacity
-            .entry(capacity_key(&inst.pending[j]))
-            .or_default()
-            .push((key, j));
+        by_capacity.entry(key.0.clone()).or_default().push((key, j));
     }
     // Keys whose first job comes first in pending order go first.
     let mut groups: Vec<Vec<(Shape, usize)>> = by_capacity.into_values().collect();
