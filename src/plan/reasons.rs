@@ -158,33 +158,6 @@ pub struct AfterRound {
 }
 
 impl AfterRound {
-    /// The nodes whose GPU type the job accepts, ascending.
-    pub fn eligible(&self, job: &PendingJob) -> Vec<usize> {
-        if job.gpu_types.is_none() {
-            return (0..self.usable.len()).collect();
-        }
-        let mut lists = self
-            .nodes_of_type
-            .iter()
-            .filter(|(t, _)| job.accepts_type(t))
-            .map(|(_, ns)| ns);
-        let Some(first) = lists.next() else {
-            return Vec::new();
-        };
-        let mut nodes = first.clone();
-        let mut more = false;
-        for ns in lists {
-            nodes.extend_from_slice(ns);
-            more = true;
-        }
-        if more {
-            nodes.sort_unstable();
-        }
-        nodes
-    }
-}
-
-impl AfterRound {
     /// The state after applying `a` to the cluster.
     pub fn new(inst: &Instance, before: &ClusterState, a: &Assignment) -> Self {
         let mut holders = holders_after_preemption(before, a);
@@ -222,6 +195,31 @@ impl AfterRound {
             mem_free,
             share_room,
         }
+    }
+
+    /// The nodes whose GPU type the job accepts, ascending.
+    pub fn eligible(&self, job: &PendingJob) -> Vec<usize> {
+        if job.gpu_types.is_none() {
+            return (0..self.usable.len()).collect();
+        }
+        let mut lists = self
+            .nodes_of_type
+            .iter()
+            .filter(|(t, _)| job.accepts_type(t))
+            .map(|(_, ns)| ns);
+        let Some(first) = lists.next() else {
+            return Vec::new();
+        };
+        let mut nodes = first.clone();
+        let mut more = false;
+        for ns in lists {
+            nodes.extend_from_slice(ns);
+            more = true;
+        }
+        if more {
+            nodes.sort_unstable();
+        }
+        nodes
     }
 }
 
@@ -744,7 +742,8 @@ fn list(names: &[String]) -> String {
 /// The reason pending job `j` waits after the round described by `after`. In turn: a quota
 /// the job alone exceeds, CPU-only jobs and sharers (their own rules), a shape no usable GPUs
 /// fit, CPU or memory no node has, then (the job fits the usable GPUs) whether it fits the
-/// free ones, and if not what blocks it (see [`blocked_reason`]).
+/// free ones (and, where it does, with the CPU and memory left beside them), and if not what
+/// blocks it (see [`blocked_tail`]).
 pub fn reason(inst: &Instance, after: &AfterRound, j: usize) -> Reason {
     reason_with(inst, after, &mut ReasonMemo::default(), j)
 }
