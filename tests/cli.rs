@@ -281,6 +281,14 @@ fn status_words_are_lowercase_in_bench_and_logs() {
             .any(|w| row.contains(w)),
         "{row}"
     );
+    // The waiting jobs left unexplained, of all waiting jobs: at most all of them.
+    assert!(table.contains("| unexplained / waiting |"), "{table}");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let counts: Vec<u32> = cells[cells.len() - 3]
+        .split(" / ")
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(counts.len() == 2 && counts[0] <= counts[1], "{row}");
     let dir = tempfile::tempdir().unwrap();
     let out = gangplan(&[
         "plan",

@@ -190,8 +190,8 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
     super::check_time_limit_flag(a.time_limit)?;
     let dir = tempfile::tempdir().map_err(io)?;
     let rounds = rounds(&a, dir.path())?;
-    println!("| round | nodes | GPUs | pending | wall s | objective | bound | gap | obj / greedy | obj / incumbent | obj / exact | GPUs placed (MIP / greedy) | greedy s | status | peak RSS MiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| round | nodes | GPUs | pending | wall s | objective | bound | gap | obj / greedy | obj / incumbent | obj / exact | GPUs placed (MIP / greedy) | greedy s | status | unexplained / waiting | peak RSS MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, path) in rounds {
         bench_round(&a, &lib, &name, &path, dir.path())?;
     }
@@ -262,8 +262,13 @@ fn bench_round(
             + 0.0 // an empty sum is -0.0
     };
     let ratio = |x: f64, y: f64| x / y.abs().max(gangplan::units::TOLERANCE);
+    let unexplained = plan
+        .pending
+        .iter()
+        .filter(|e| e.kind.as_deref() == Some(gangplan::plan::reasons::UNEXPLAINED))
+        .count();
     println!(
-        "| {name} | {} | {} | {} | {wall:.2} | {:.1} | {} | {} | {:.4} | {} | {exact} | {:.0} / {:.0} | {greedy_s:.3} | {} | {} |",
+        "| {name} | {} | {} | {} | {wall:.2} | {:.1} | {} | {} | {:.4} | {} | {exact} | {:.0} / {:.0} | {greedy_s:.3} | {} | {unexplained} / {} | {} |",
         inst.nodes.len(),
         inst.gpus_total(),
         inst.pending.len(),
@@ -275,6 +280,7 @@ fn bench_round(
         placed(&out.assignment),
         placed(&g.assignment),
         super::status_word(out.status),
+        plan.pending.len(),
         peak_rss_mib().map_or("-".into(), |m| format!("{m:.0}")),
     );
     Ok(())
