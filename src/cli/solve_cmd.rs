@@ -18,7 +18,8 @@ pub enum Format {
     /// The same object as YAML.
     Yaml,
     /// A table for people: one row per job (JOB, TENANT, GPUS, NODES, STATE, REASON), then
-    /// the round's line. Not for programs: use json.
+    /// the round's line; a job on many nodes lists the first and counts the rest (+N more).
+    /// Not for programs: use json.
     Table,
 }
 

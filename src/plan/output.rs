@@ -207,6 +207,35 @@ pub fn to_table(inst: &Instance, plan: &Plan) -> String {
     out
 }
 
+/// Widest NODES cell of the table, in characters, before its last nodes are counted instead of
+/// listed (a gang over a dozen nodes widened every row of the table past a screen).
+const NODES_CELL_WIDTH: usize = 48;
+
+/// A job's nodes (each `node:GPUs`) for the table: `-` for none; past [`NODES_CELL_WIDTH`]
+/// characters, the nodes that fit and `+N more`.
+fn nodes_cell(nodes: &[String]) -> String {
+    if nodes.is_empty() {
+        return "-".into();
+    }
+    let all = nodes.join(" ");
+    if all.chars().count() <= NODES_CELL_WIDTH {
+        return all;
+    }
+    let mut shown = String::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let more = format!(" +{} more", nodes.len() - i);
+        let next = shown.chars().count() + usize::from(i > 0) + n.chars().count();
+        if i > 0 && next + more.len() > NODES_CELL_WIDTH {
+            return shown + &more;
+        }
+        if i > 0 {
+            shown.push(' ');
+        }
+        shown.push_str(n);
+    }
+    shown
+}
+
 fn table_rows(inst: &Instance, plan: &Plan) -> Vec<Row> {
     let (pending, running) = inst.job_indices();
     let tenant = |t: usize| {
@@ -231,11 +260,7 @@ fn table_rows(inst: &Instance, plan: &Plan) -> Vec<Row> {
                 Some(m) => format!("{count}x{m}m"),
                 None => count.to_string(),
             },
-            nodes: if nodes.is_empty() {
-                "-".into()
-            } else {
-                nodes.join(" ")
-            },
+            nodes: nodes_cell(&nodes),
             state: "start",
             reason: String::new(),
         });
@@ -250,7 +275,11 @@ fn table_rows(inst: &Instance, plan: &Plan) -> Vec<Row> {
                     .iter()
                     .map(|(n, idx)| node_cell(&inst.nodes[*n].name, idx))
                     .collect();
-                (r.gpu_count().to_string(), nodes.join(" "), tenant(r.tenant))
+                (
+                    r.gpu_count().to_string(),
+                    nodes_cell(&nodes),
+                    tenant(r.tenant),
+                )
             }
             None => ("-".into(), "-".into(), "-".into()),
         };
@@ -325,6 +354,18 @@ fn trim_number(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_node_lists_are_counted_past_the_cell_width() {
+        let nodes = |k: usize| -> Vec<String> { (0..k).map(|i| format!("n{i:05}:0-7")).collect() };
+        assert_eq!(nodes_cell(&[]), "-");
+        assert_eq!(nodes_cell(&nodes(2)), "n00000:0-7 n00001:0-7");
+        let long = nodes_cell(&nodes(12));
+        assert!(long.chars().count() <= NODES_CELL_WIDTH, "{long}");
+        let listed = long.split(' ').filter(|c| c.contains(':')).count();
+        assert!(long.ends_with(&format!(" +{} more", 12 - listed)), "{long}");
+        assert!(listed >= 1);
+    }
 
     #[test]
     fn ranges_join_runs() {
