@@ -123,13 +123,13 @@ pub fn explain_job(
     }
     let after = round.after();
     let r: Reason = reason(inst, &after, j);
-    let resources_bind = r.binding == Binding::Resources;
     let (relaxations, mut notes) = relax_alternatives(
         inst,
         round.assignment(),
         &after,
         j,
-        (max_options, resources_bind),
+        max_options,
+        r.binding == Binding::Resources,
     )?;
     let mut options = Vec::new();
     for relaxation in relaxations {

@@ -240,7 +240,8 @@ pub fn relax_alternatives(
     a: &Assignment,
     after: &AfterRound,
     j: usize,
-    (max, resources_bind): (usize, bool),
+    max: usize,
+    resources_bind: bool,
 ) -> Result<(Vec<Relaxation>, Vec<String>)> {
     let job = &inst.pending[j];
     let mut notes = Vec::new();

@@ -20,7 +20,7 @@
 
 use super::output::{gpu_word, gpus_phrase, job_name};
 use crate::assignment::Assignment;
-use crate::instance::{Instance, Locality, PendingJob};
+use crate::instance::{Instance, Locality, NodeIx, PendingJob};
 use crate::objective::held_after;
 use crate::state::{gpus_within_resources, resource_share, ClusterState, GpuUse};
 use std::collections::BTreeMap;
@@ -876,7 +876,20 @@ fn fits_free_reason(
     if let Some(text) = quota_text {
         return unschedulable(text, Binding::Quota);
     }
-    let free_total: u32 = doms.eligible.iter().map(|&n| after.free[n]).sum();
+    // The eligible nodes with free GPUs (the others have none), each with its free GPUs cut to
+    // what its CPU and memory hold for the job: their sum settles most shapes, and the shape
+    // test runs only where it does not.
+    let cut: Vec<(NodeIx, u32, u32)> = after
+        .with_free
+        .iter()
+        .filter(|n| doms.eligible.binary_search(n).is_ok())
+        .map(|&n| {
+            let within = gpus_within_resources(job, after.cpu_free[n], after.mem_free[n]);
+            (n, after.free[n], after.free[n].min(within))
+        })
+        .collect();
+    let free_total: u32 = cut.iter().map(|c| c.1).sum();
+    let most: u32 = cut.iter().map(|c| c.2).sum();
     let (verb, them) = if free_total == 1 {
         ("is", "it")
     } else {
@@ -887,18 +900,14 @@ fn fits_free_reason(
         type_words(job),
         gpu_word(free_total),
     );
-    // Each node's free GPUs cut to what its CPU and memory hold for the job (only nodes with
-    // free GPUs change; their sum settles most rounds before the shape test).
-    let mut room = after.free.clone();
-    let mut most = 0u32;
-    for &n in &after.with_free {
-        let within = gpus_within_resources(job, after.cpu_free[n], after.mem_free[n]);
-        room[n] = room[n].min(within);
-        if doms.eligible.binary_search(&n).is_ok() {
-            most += room[n];
+    let shape_fits = most >= job.gpus && {
+        let mut room = after.free.clone();
+        for &(n, _, r) in &cut {
+            room[n] = r;
         }
-    }
-    if most < job.gpus || fit(inst, job, doms, &room).is_err() {
+        fit(inst, job, doms, &room).is_ok()
+    };
+    if !shape_fits {
         let held = if most < job.gpus {
             format!("{most} of its {}", gpus_phrase(job.gpus))
         } else {
