@@ -604,3 +604,76 @@ fn a_suggestion_past_the_node_limit_is_not_re_planned_and_says_why() {
     assert!(out.contains("not re-planned"), "{out}");
     assert!(out.contains("the limit is 100000"), "{out}");
 }
+
+/// A round of `racks` racks of `per_rack` nodes (8 GPUs each), every GPU held by 8-GPU jobs
+/// that may not be preempted, but for the listed nodes, which keep `free` GPUs and one job
+/// on the rest; and one pending job (`pending`, YAML flow mapping).
+fn crowded_round(racks: usize, per_rack: usize, odd: &[(usize, u32)], pending: &str) -> String {
+    let mut yaml = String::from("nodes:\n");
+    for n in 0..racks * per_rack {
+        yaml += &format!(
+            "  - {{name: n{n:04}, gpus: 8, rack: r{:02}}}\n",
+            n / per_rack
+        );
+    }
+    yaml += "running:\n";
+    for n in 0..racks * per_rack {
+        let held = odd.iter().find(|o| o.0 == n).map_or(8, |o| 8 - o.1);
+        let gpus: Vec<String> = (0..held).map(|g| g.to_string()).collect();
+        yaml += &format!(
+            "  - {{id: j{n:04}, gpus: {{n{n:04}: [{}]}}}}\n",
+            gpus.join(", ")
+        );
+    }
+    yaml + &format!("pending:\n  - {pending}\n")
+}
+
+/// On a round of more nodes than the relaxation models (2,100 here), it looks at the nodes
+/// where its GPUs are cheapest and says so. Hand check: only n1337 has free GPUs (4); the
+/// job of 8 starts there once the 4-GPU job j1337 stops (4 GPUs at 4 each: 16), where any
+/// other node needs an 8-GPU job stopped (32) and added hardware costs 10 a GPU (40).
+#[test]
+fn a_large_round_is_explained_on_its_cheapest_nodes() {
+    let yaml = crowded_round(42, 50, &[(1337, 4)], "{id: urgent, gpus: 8, priority: 5}");
+    let raw: RawInstance = serde_yaml::from_str(&yaml).unwrap();
+    let lib = ModelLibrary::builtin();
+    let e = explain_job(&raw, &lib, "t", "urgent", 1, true).unwrap();
+    let first = &e.options[0];
+    assert_eq!(
+        first.relaxation.summary,
+        "starts if j1337 (4 GPUs on n1337) finishes or is stopped (not preemptible)"
+    );
+    assert!((first.relaxation.cost - 16.0).abs() < 0.01, "{first:?}");
+    assert_eq!(first.verification, Verification::Starts);
+    assert!(
+        e.notes
+            .iter()
+            .any(|n| n.contains("of the 2100 nodes the job may use, the relaxation looked at the")),
+        "{:?}",
+        e.notes
+    );
+}
+
+/// The same for a job that must sit in one rack: the racks are ranked by their cheapest
+/// room. Hand check: rack r29 (n1450-n1499) has 6 free GPUs on n1471 and on n1475 beside a
+/// 2-GPU job each; 16 GPUs in r29 need both stopped (2 x 2 GPUs at 4: 16), where one 8-GPU
+/// job stopped (32) or any other rack (two 8-GPU jobs, 64) costs more.
+#[test]
+fn a_large_round_is_explained_in_its_cheapest_rack() {
+    let pending = "{id: wide, gpus: 16, within: rack}";
+    let yaml = crowded_round(42, 50, &[(1471, 6), (1475, 6)], pending);
+    let raw: RawInstance = serde_yaml::from_str(&yaml).unwrap();
+    let lib = ModelLibrary::builtin();
+    let e = explain_job(&raw, &lib, "t", "wide", 1, false).unwrap();
+    let first = &e.options[0];
+    assert_eq!(
+        first.relaxation.summary,
+        "starts if j1471 (2 GPUs on n1471) finishes or is stopped (not preemptible); and j1475 (2 GPUs on n1475) finishes or is stopped (not preemptible)"
+    );
+    assert!((first.relaxation.cost - 16.0).abs() < 0.01, "{first:?}");
+    assert!(
+        e.notes.iter().any(|n| n.contains("of the 2100 nodes")),
+        "{:?}",
+        e.notes
+    );
+}

@@ -8,6 +8,7 @@
 //! - [`whatif::whatif`]: apply changes to an instance (add or drain nodes, quotas, weights),
 //!   re-plan, and report what changed.
 
+pub mod candidates;
 pub mod hardware;
 pub mod lp;
 pub mod prices;

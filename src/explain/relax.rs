@@ -24,6 +24,7 @@
 //! spread cost: it answers "what must change for the job to fit", and [`super::explain_job`]
 //! checks each answer by re-planning.
 
+use super::candidates::{candidates, cheapest_cover, Candidates, HolderPrice};
 use crate::assignment::Assignment;
 use crate::error::{Error, Result};
 use crate::instance::raw::RawInstance;
@@ -35,6 +36,8 @@ use good_lp::{variable, Expression, ProblemVariables, Variable, VariableDefiniti
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Seconds of one relaxation solve; a solve stopped by it keeps the cheapest change found.
+pub const RELAX_SECONDS: f64 = 10.0;
 /// Cost of one GPU of extra quota.
 pub const COST_QUOTA: f64 = 2.0;
 /// Cost per GPU of stopping a running job the pending job may not preempt (plus its
@@ -177,6 +180,9 @@ impl Change {
                 on(gpus),
                 why_not.as_deref().unwrap_or("it may not be preempted")
             ),
+            Change::HoldBack { job, gpus } if gpus.is_empty() => {
+                format!("{job} (started this round on a shared GPU) waits instead")
+            }
             Change::HoldBack { job, gpus } => {
                 format!("{job} (started this round on {}) waits instead", on(gpus))
             }
@@ -264,8 +270,15 @@ pub fn relax_alternatives(
     }
     let mut out = Vec::new();
     let mut forbidden = Forbidden::new();
+    // What the first solve looked at (the later ones look at as much), and whether any
+    // solve's time limit stopped it.
+    let mut searched: Option<Candidates> = None;
+    let mut unproven = false;
     while out.len() < max {
-        let Some(r) = relax(inst, a, after, j, &forbidden)? else {
+        let (r, scope) = relax(inst, a, after, j, &forbidden)?;
+        unproven |= scope.unproven;
+        searched.get_or_insert(scope);
+        let Some(r) = r else {
             break;
         };
         let fams: BTreeSet<Family> = r.changes.iter().map(|c| c.family()).collect();
@@ -281,6 +294,10 @@ pub fn relax_alternatives(
         }
         forbidden.extend(fams);
         out.push(r);
+    }
+    if let Some(mut scope) = searched {
+        scope.unproven = unproven;
+        notes.extend(scope.notes());
     }
     Ok((out, notes))
 }
@@ -298,33 +315,50 @@ impl Cols {
     }
 }
 
-/// One relaxation solve; `None` when no change of the allowed families lets the job start.
+/// One relaxation solve (`None` when no change of the allowed families lets the job start),
+/// and the nodes it looked at.
 pub fn relax(
     inst: &Instance,
     a: &Assignment,
     after: &AfterRound,
     j: usize,
     forbidden: &Forbidden,
-) -> Result<Option<Relaxation>> {
+) -> Result<(Option<Relaxation>, Candidates)> {
     let mut m = RelaxModel::new(inst, after, j, forbidden);
+    let mut searched = m.narrow(after);
     m.add_placement();
-    m.add_stops(a);
-    m.add_hold_backs(a);
+    searched.quota_jobs = m.add_stops_and_hold_backs(a, after);
     m.add_hardware();
     m.add_capacity(after);
     m.add_node_count();
     m.add_domains();
     m.add_quota(after);
-    let Some((val, total)) = m.solve()? else {
-        return Ok(None);
+    let Some((val, total, proven)) = m.solve()? else {
+        return Ok((None, searched));
     };
+    searched.unproven = !proven;
     let changes = m.changes(&val);
     let summary = summary(&changes);
-    Ok(Some(Relaxation {
+    let relaxation = Relaxation {
         changes,
         cost: total,
         summary,
-    }))
+    };
+    Ok((Some(relaxation), searched))
+}
+
+impl HolderPrice for RelaxModel<'_> {
+    fn price(&self, holder: Holder) -> Option<f64> {
+        match holder {
+            Holder::Running(k) => self.stop_price(k).map(|(_, c)| c),
+            Holder::Placed(i) => self.allows(Family::HoldBack).then(|| self.hold_price(i)),
+            _ => None,
+        }
+    }
+
+    fn added_gpu(&self) -> Option<f64> {
+        self.allows(Family::Hardware).then_some(COST_ADD)
+    }
 }
 
 /// Whole GPUs each job keeps, per node (job index to node to GPUs).
@@ -410,6 +444,38 @@ impl<'a> RelaxModel<'a> {
         !self.forbidden.contains(&f)
     }
 
+    /// Keep the candidate nodes of a large round ([`candidates`]) as the eligible ones.
+    fn narrow(&mut self, after: &AfterRound) -> Candidates {
+        let eligible = std::mem::take(&mut self.eligible);
+        let found = candidates(self.inst, after, self.job, eligible, self);
+        self.eligible = found.nodes.clone();
+        found
+    }
+
+    /// The family and price of stopping running job k (its GPUs' worth at the family's price
+    /// per GPU, and the tie-break), `None` where the family is not allowed.
+    fn stop_price(&self, k: usize) -> Option<(Family, f64)> {
+        let r = &self.inst.running[k];
+        let fam = if self.may_preempt(k) {
+            Family::Preempt
+        } else {
+            Family::Stop
+        };
+        let per_gpu = if fam == Family::Stop {
+            COST_FORCE
+        } else {
+            COST_PREEMPT
+        };
+        let c = per_gpu * r.gpu_equivalent().max(0.001) + TIE * victim_cost(self.inst, r);
+        self.allows(fam).then_some((fam, c))
+    }
+
+    /// The price of holding back placed job i.
+    fn hold_price(&self, i: usize) -> f64 {
+        let pi = &self.inst.pending[i];
+        COST_HOLD * pi.gpu_equivalent().max(0.001) + TIE * job_value(self.inst, pi)
+    }
+
     fn quota(&self) -> Option<f64> {
         self.inst.tenants[self.job.tenant].quota
     }
@@ -420,11 +486,17 @@ impl<'a> RelaxModel<'a> {
         self.inst.policy.preemption && r.preemptible && r.priority < self.job.priority
     }
 
-    /// Whether a job kept on `on` (of tenant t) matters: it sits on a node the job may use, or
-    /// counts against the job's tenant's quota.
-    fn relevant(&self, on: &BTreeMap<usize, u32>, t: usize) -> bool {
-        on.keys().any(|n| self.x.contains_key(n))
-            || (self.quota().is_some() && t == self.job.tenant)
+    /// Whether a job kept on `on` sits on a node the job may use.
+    fn on_candidates(&self, on: Option<&BTreeMap<usize, u32>>) -> bool {
+        on.is_some_and(|on| on.keys().any(|n| self.x.contains_key(n)))
+    }
+
+    /// The GPUs of quota the job's tenant lacks for it after the round (0 without a quota or
+    /// where it holds the job).
+    fn quota_need(&self, after: &AfterRound) -> f64 {
+        self.quota().map_or(0.0, |q| {
+            (after.held[self.job.tenant] + self.job.gpu_equivalent() - q).max(0.0)
+        })
     }
 
     /// Placement: on each eligible node the job uses (u) some of its GPUs (x), all of them in
@@ -447,56 +519,74 @@ impl<'a> RelaxModel<'a> {
         self.rows.push(total.eq(g));
     }
 
-    /// Stops of running jobs that keep GPUs the job could use, or that count against its
-    /// tenant's quota: preemptions where the rules allow them, forced stops (dearer) where not.
-    fn add_stops(&mut self, a: &Assignment) {
+    /// Stops of running jobs that keep GPUs the job could use (preemptions where the rules
+    /// allow them, forced stops, dearer, where not) and hold-backs of the round's placed jobs
+    /// that take such GPUs; and, where the tenant's quota lacks room for the job, the jobs of
+    /// the tenant whose stop or hold-back would free quota, the cheapest per GPU
+    /// ([`cheapest_cover`]). Returns how many of the latter there were and how many are
+    /// modelled.
+    fn add_stops_and_hold_backs(&mut self, a: &Assignment, after: &AfterRound) -> (usize, usize) {
         let tenant = self.job.tenant;
+        let need = self.quota_need(after);
+        // (cost, GPUs of quota, running job or placed job).
+        let mut quota_only: Vec<(f64, f64, Holder)> = Vec::new();
         for (k, r) in self.inst.running.iter().enumerate() {
-            let on = self.run_on.get(&k).cloned().unwrap_or_default();
-            let quota_counts = self.quota().is_some() && r.tenant == tenant;
-            if a.preempted.contains(&k) || on.is_empty() && !quota_counts {
+            if a.preempted.contains(&k) {
                 continue;
             }
-            if !self.relevant(&on, r.tenant) {
+            let near = self.on_candidates(self.run_on.get(&k));
+            if !near && (need <= 0.0 || r.tenant != tenant) {
                 continue;
             }
-            let fam = if self.may_preempt(k) {
-                Family::Preempt
-            } else {
-                Family::Stop
+            let Some((_, c)) = self.stop_price(k) else {
+                continue;
             };
-            if !self.allows(fam) {
-                continue;
-            }
-            let (v, col) = self.cols.add(variable().binary());
-            let per_gpu = if fam == Family::Stop {
-                COST_FORCE
+            if near {
+                self.add_stop(k, c);
             } else {
-                COST_PREEMPT
-            };
-            let c = per_gpu * r.gpu_equivalent().max(0.001) + TIE * victim_cost(self.inst, r);
-            self.cost.add_mul(c, v);
-            self.p.push((k, v, col));
+                quota_only.push((c, r.gpu_equivalent(), Holder::Running(k)));
+            }
         }
+        if self.allows(Family::HoldBack) {
+            for &i in a.placed.keys() {
+                let pi = &self.inst.pending[i];
+                let near = self.on_candidates(self.placed_on.get(&i));
+                if !near && (need <= 0.0 || pi.tenant != tenant) {
+                    continue;
+                }
+                let c = self.hold_price(i);
+                if near {
+                    self.add_hold_back(i, c);
+                } else {
+                    quota_only.push((c, pi.gpu_equivalent(), Holder::Placed(i)));
+                }
+            }
+        }
+        let offered = quota_only.len();
+        let kept = cheapest_cover(quota_only, need);
+        let modelled = kept.len();
+        for (c, holder) in kept {
+            match holder {
+                Holder::Running(k) => self.add_stop(k, c),
+                Holder::Placed(i) => self.add_hold_back(i, c),
+                _ => {}
+            }
+        }
+        (offered, modelled)
     }
 
-    /// Hold-backs of the round's placed jobs that take GPUs the job could use, or count
-    /// against its tenant's quota.
-    fn add_hold_backs(&mut self, a: &Assignment) {
-        if !self.allows(Family::HoldBack) {
-            return;
-        }
-        for &i in a.placed.keys() {
-            let on = self.placed_on.get(&i).cloned().unwrap_or_default();
-            let pi = &self.inst.pending[i];
-            if !self.relevant(&on, pi.tenant) {
-                continue;
-            }
-            let (v, col) = self.cols.add(variable().binary());
-            let c = COST_HOLD * pi.gpu_equivalent().max(0.001) + TIE * job_value(self.inst, pi);
-            self.cost.add_mul(c, v);
-            self.h.push((i, v, col));
-        }
+    /// Running job k's stop, at price c.
+    fn add_stop(&mut self, k: usize, c: f64) {
+        let (v, col) = self.cols.add(variable().binary());
+        self.cost.add_mul(c, v);
+        self.p.push((k, v, col));
+    }
+
+    /// Placed job i's hold-back, at price c.
+    fn add_hold_back(&mut self, i: usize, c: f64) {
+        let (v, col) = self.cols.add(variable().binary());
+        self.cost.add_mul(c, v);
+        self.h.push((i, v, col));
     }
 
     /// GPUs added to each eligible node.
@@ -616,9 +706,10 @@ impl<'a> RelaxModel<'a> {
             .push(lhs.leq(q - after.held[tenant] - self.job.gpu_equivalent()));
     }
 
-    /// Solve the model (its columns, rows and cost are taken): the columns' values and the
-    /// cost, or `None` where no allowed change lets the job start.
-    fn solve(&mut self) -> Result<Option<(Vec<f64>, f64)>> {
+    /// Solve the model (its columns, rows and cost are taken): the columns' values, the cost
+    /// and whether it is proven the least (false where the time limit stopped the solve after
+    /// it found a change), or `None` where no allowed change lets the job start.
+    fn solve(&mut self) -> Result<Option<(Vec<f64>, f64, bool)>> {
         let vars = std::mem::replace(&mut self.cols.vars, ProblemVariables::new());
         let cost = std::mem::replace(&mut self.cost, Expression::from(0.0));
         let mut model = vars.minimise(cost).using(good_lp::highs);
@@ -629,29 +720,33 @@ impl<'a> RelaxModel<'a> {
             .try_into_inner()
             .map_err(|e| Error::Solver(e.to_string()))?;
         hm.make_quiet();
-        let _ = hm.try_set_option("time_limit", 10.0);
+        let _ = hm.try_set_option("time_limit", RELAX_SECONDS);
         let solved = super::lp::solve(hm)?;
-        use highs::HighsModelStatus as S;
-        match solved.status() {
-            S::Optimal => {}
+        use highs::{HighsModelStatus as S, HighsSolutionStatus};
+        let proven = match solved.status() {
+            S::Optimal => true,
             // After a second solve without presolve "unbounded or infeasible" stands only
             // where the program is infeasible (it is bounded: every change costs at least 0).
             S::Infeasible | S::UnboundedOrInfeasible => return Ok(None),
+            S::ReachedTimeLimit
+                if solved.primal_solution_status() == HighsSolutionStatus::Feasible =>
+            {
+                false
+            }
             S::ReachedTimeLimit => {
-                return Err(Error::TimeLimit(
-                    "the relaxation that explains the job did not finish within its 10 s; \
-                     explain works on rounds small enough for the per-node model"
-                        .into(),
-                ))
+                return Err(Error::TimeLimit(format!(
+                    "the relaxation that explains the job found no change within its \
+                     {RELAX_SECONDS} s"
+                )))
             }
             other => {
                 return Err(Error::Solver(format!(
                     "the relaxation ended with status {other:?}"
                 )))
             }
-        }
+        };
         let val = solved.get_solution().columns().to_vec();
-        Ok(Some((val, solved.objective_value())))
+        Ok(Some((val, solved.objective_value(), proven)))
     }
 
     /// The changes the solution `val` makes.
@@ -784,7 +879,11 @@ fn grouped_clause(kind: u8, jobs: &[(&str, u32)]) -> String {
         }
     );
     let n = jobs.len();
-    let g = crate::plan::output::gpus_phrase(gpus);
+    let g = if gpus == 0 {
+        "on shared GPUs".to_string()
+    } else {
+        crate::plan::output::gpus_phrase(gpus)
+    };
     match kind {
         0 => format!("{n} running jobs ({g}) are preempted: {list}"),
         1 => format!(
@@ -886,4 +985,28 @@ pub fn apply(raw: &RawInstance, job_id: &str, rel: &Relaxation) -> Option<RawIns
         }
     }
     Some(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{summary, Change};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_sharer_held_back_is_said_to_be_on_a_shared_gpu() {
+        let held = |job: &str| Change::HoldBack {
+            job: job.into(),
+            gpus: BTreeMap::new(),
+        };
+        assert_eq!(
+            summary(&[held("s1")]),
+            "starts if s1 (started this round on a shared GPU) waits instead"
+        );
+        let many: Vec<Change> = (0..5).map(|i| held(&format!("s{i}"))).collect();
+        assert!(
+            summary(&many).contains("5 jobs started this round (on shared GPUs) wait instead"),
+            "{}",
+            summary(&many)
+        );
+    }
 }

@@ -158,6 +158,24 @@ pub struct AfterRound {
 }
 
 impl AfterRound {
+    /// `nodes` nodes with nothing on them and no GPUs, for unit tests to fill in.
+    #[cfg(test)]
+    pub(crate) fn empty_for_tests(nodes: usize) -> Self {
+        AfterRound {
+            holders: vec![Vec::new(); nodes],
+            free: vec![0; nodes],
+            held: Vec::new(),
+            cpu_free: vec![None; nodes],
+            mem_free: vec![None; nodes],
+            share_room: Vec::new(),
+            running_holdings: BTreeMap::new(),
+            placed_holdings: BTreeMap::new(),
+            usable: vec![0; nodes],
+            with_free: Vec::new(),
+            nodes_of_type: BTreeMap::new(),
+        }
+    }
+
     /// The state after applying `a` to the cluster.
     pub fn new(inst: &Instance, before: &ClusterState, a: &Assignment) -> Self {
         let mut holders = holders_after_preemption(before, a);
