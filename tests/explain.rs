@@ -677,3 +677,26 @@ fn a_large_round_is_explained_in_its_cheapest_rack() {
         e.notes
     );
 }
+
+/// Where the tenant's quota lacks room, a job of the tenant frees quota as well as GPUs, and
+/// its node ranks as such. Hand check: every node is full; j0777 (8 GPUs, tenant `mine`, at
+/// its quota of 8) stopped lets the tenant's 8-GPU job start for 32; any other job stopped
+/// (32) needs the quota raised by 8 as well (16): 48.
+#[test]
+fn a_large_round_counts_a_job_of_the_tenant_as_freeing_quota() {
+    let yaml = crowded_round(42, 50, &[], "{id: mine-job, tenant: mine, gpus: 8}")
+        .replace("{id: j0777, ", "{id: j0777, tenant: mine, ")
+        .replace(
+            "running:\n",
+            "tenants:\n  - {name: default}\n  - {name: mine, quota: 8}\nrunning:\n",
+        );
+    let raw: RawInstance = serde_yaml::from_str(&yaml).unwrap();
+    let lib = ModelLibrary::builtin();
+    let e = explain_job(&raw, &lib, "t", "mine-job", 1, false).unwrap();
+    let first = &e.options[0];
+    assert_eq!(
+        first.relaxation.summary,
+        "starts if j0777 (8 GPUs on n0777) finishes or is stopped (not preemptible)"
+    );
+    assert!((first.relaxation.cost - 32.0).abs() < 0.01, "{first:?}");
+}

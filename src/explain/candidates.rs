@@ -17,7 +17,9 @@
 //! ```
 //!
 //! so a node with free GPUs costs nothing for a job that may spread over many nodes, and a
-//! node is priced by its whole share for a job that must sit on few.
+//! node is priced by its whole share for a job that must sit on few. Where the tenant's
+//! quota lacks room for the job, a job of the tenant counts at half its price: stopping it
+//! frees quota too.
 //!
 //! A job that must sit in one rack or pod (`within`) ranks each domain by the cost of its
 //! cheapest nodes (ascending est_n) until they hold g GPUs, at most the job's node limit of

@@ -347,13 +347,23 @@ pub fn relax(
     Ok((Some(relaxation), searched))
 }
 
+/// Where the tenant's quota lacks room for the job, a job of the tenant that frees GPUs frees
+/// quota too, and ranks its node as if at half its price.
 impl HolderPrice for RelaxModel<'_> {
     fn price(&self, holder: Holder) -> Option<f64> {
-        match holder {
-            Holder::Running(k) => self.stop_price(k).map(|(_, c)| c),
-            Holder::Placed(i) => self.allows(Family::HoldBack).then(|| self.hold_price(i)),
-            _ => None,
-        }
+        let (price, tenant) = match holder {
+            Holder::Running(k) => (
+                self.stop_price(k).map(|(_, c)| c),
+                self.inst.running[k].tenant,
+            ),
+            Holder::Placed(i) => (
+                self.allows(Family::HoldBack).then(|| self.hold_price(i)),
+                self.inst.pending[i].tenant,
+            ),
+            _ => return None,
+        };
+        let frees_quota = self.short_of_quota && tenant == self.job.tenant;
+        price.map(|c| if frees_quota { c / 2.0 } else { c })
     }
 
     fn added_gpu(&self) -> Option<f64> {
@@ -396,6 +406,8 @@ struct RelaxModel<'a> {
     s_dom: Option<(Locality, usize)>,
     /// GPUs of quota past the tenant's.
     s_q: Option<usize>,
+    /// Whether the tenant's quota lacks room for the job after the round.
+    short_of_quota: bool,
 }
 
 impl<'a> RelaxModel<'a> {
@@ -437,6 +449,7 @@ impl<'a> RelaxModel<'a> {
             s_nodes: None,
             s_dom: None,
             s_q: None,
+            short_of_quota: false,
         }
     }
 
@@ -446,6 +459,7 @@ impl<'a> RelaxModel<'a> {
 
     /// Keep the candidate nodes of a large round ([`candidates`]) as the eligible ones.
     fn narrow(&mut self, after: &AfterRound) -> Candidates {
+        self.short_of_quota = self.quota_need(after) > 0.0;
         let eligible = std::mem::take(&mut self.eligible);
         let found = candidates(self.inst, after, self.job, eligible, self);
         self.eligible = found.nodes.clone();
