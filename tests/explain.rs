@@ -430,6 +430,27 @@ fn prices_past_the_time_limit_say_so_with_exit_8() {
     );
 }
 
+/// A round whose per-node model is past the prices' size limit (1,250 nodes, 4,000 pending:
+/// about 5.7 million (job, node) columns, which took 77 s and 6.4 GiB before its LP could
+/// start) is refused at once with exit 8, saying what answers on such rounds.
+#[test]
+fn prices_of_a_round_too_large_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let round = dir.path().join("round.json");
+    let round = round.to_str().unwrap();
+    let args = ["gen", "--nodes", "1250", "--pending", "4000", "--seed", "1"];
+    let (code, _, err) = gangplan(&[&args[..], &["--out", round]].concat());
+    assert_eq!(code, 0, "{err}");
+    let started = std::time::Instant::now();
+    let (code, out, err) = gangplan(&["explain", round, "--prices", "--time-limit", "600"]);
+    assert_eq!(code, 8, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("(job, node) columns; past 1000000"), "{err}");
+    assert!(err.contains("`explain JOB` and `whatif` answer"), "{err}");
+    // Refused before any model is built (a build alone took over a minute).
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
 #[test]
 fn cli_explain_exit_codes() {
     let p = path("reason-quota");

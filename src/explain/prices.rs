@@ -117,8 +117,23 @@ fn solve_relaxation(mut hm: highs::Model, time_limit: f64) -> Result<LpAnswer> {
     }
 }
 
+/// The most (job, node) columns ([`crate::solve::per_node_columns`]) of a round whose prices
+/// are worked out. Measured (2 cores): 96,000 columns (125 nodes, 400 pending) 6-19 s and 0.1
+/// GiB; 960,000 (400 nodes, 1,200 pending) 61 s and 0.8 GiB, its LP past a 60 s limit;
+/// 5,700,000 (1,250 nodes, 4,000 pending) 77 s and 6.4 GiB before its LP could start in a
+/// 20 s limit. Past the limit the round is refused at once.
+pub const PRICES_MOST_COLUMNS: usize = 1_000_000;
+
 /// Solve the LP relaxation of the round's MIP and read its prices.
 pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
+    let columns = crate::solve::per_node_columns(inst, topo);
+    if columns > PRICES_MOST_COLUMNS {
+        return Err(Error::TimeLimit(format!(
+            "the prices come from the LP of the per-node model, which for this round has about \
+             {columns} (job, node) columns; past {PRICES_MOST_COLUMNS} it takes minutes and \
+             gigabytes; `explain JOB` and `whatif` answer on rounds of any size"
+        )));
+    }
     let m = model::build(inst, topo);
     let ctx = Ctx {
         inst,
@@ -136,10 +151,27 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
     // Row index -> (node) for every row of a node's capacity family.
     let mut node_rows: Vec<Vec<usize>> = vec![Vec::new(); inst.nodes.len()];
     let mut quota_of: Vec<Vec<(usize, Option<Variable>)>> = vec![Vec::new(); inst.tenants.len()];
-    let mut by_const: HashMap<u64, Vec<usize>> = HashMap::new();
+    // Rows are matched through indexes, not by comparing each row with every node's and
+    // tenant's (at 1,250 nodes that took a minute): a capacity row through its first column
+    // (the nodes whose capacity row has it), the packing and quota rows through a key of
+    // their first column and length.
+    let key = |e: &Expression| row_key(&m, e);
+    let mut nodes_of_column: HashMap<usize, Vec<usize>> = HashMap::new();
     for (n, set) in node_sets.iter().enumerate() {
-        if let Some((_, c)) = set {
-            by_const.entry(c.to_bits()).or_default().push(n);
+        for v in set.iter().flat_map(|(coefs, _)| coefs.keys()) {
+            nodes_of_column.entry(m.vars.col(*v)).or_default().push(n);
+        }
+    }
+    let mut open_by_key: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for (n, open) in open_exprs.iter().enumerate() {
+        if let Some((expr, _)) = open {
+            open_by_key.entry(key(expr)).or_default().push(n);
+        }
+    }
+    let mut quota_by_key: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
+    for (t, rows) in quota_rows.iter().enumerate() {
+        for (r, (expr, _)) in rows.iter().enumerate() {
+            quota_by_key.entry(key(expr)).or_default().push((t, r));
         }
     }
     for (i, c) in m.constraints.iter().enumerate() {
@@ -147,26 +179,24 @@ pub fn prices(inst: &Instance, topo: &Topology) -> Result<Prices> {
             continue;
         }
         let e = c.expression();
-        if let Some(nodes) = by_const.get(&e.constant().to_bits()) {
-            for &n in nodes {
-                let (set, _) = node_sets[n].as_ref().expect("indexed above");
-                if in_family(e, set) {
-                    node_rows[n].push(i);
-                }
+        let k = key(e);
+        for &n in nodes_of_column.get(&k.0).into_iter().flatten() {
+            let (set, constant) = node_sets[n].as_ref().expect("indexed above");
+            if e.constant().to_bits() == constant.to_bits() && in_family(e, set) {
+                node_rows[n].push(i);
             }
         }
-        for (n, open) in open_exprs.iter().enumerate() {
-            if let Some((expr, o)) = open {
+        for &n in open_by_key.get(&k).into_iter().flatten() {
+            if let Some((expr, o)) = &open_exprs[n] {
                 if open_rows[n].is_none() && e == expr {
                     open_rows[n] = Some((i, *o));
                 }
             }
         }
-        for (t, rows) in quota_rows.iter().enumerate() {
-            for (expr, y) in rows {
-                if e == expr {
-                    quota_of[t].push((i, *y));
-                }
+        for &(t, r) in quota_by_key.get(&k).into_iter().flatten() {
+            let (expr, y) = &quota_rows[t][r];
+            if e == expr {
+                quota_of[t].push((i, *y));
             }
         }
     }
@@ -310,11 +340,23 @@ fn packing_row(ctx: &Ctx, m: &MipModel, n: usize) -> Option<(Expression, Variabl
     Some(((placed - usable * o).leq(0.0).expression().clone(), o))
 }
 
+/// A row's first column (the lowest, `usize::MAX` for a row without one) and its number of
+/// terms: equal rows have equal keys.
+fn row_key(m: &MipModel, e: &Expression) -> (usize, usize) {
+    let mut first = usize::MAX;
+    let mut len = 0;
+    for (v, _) in e.linear_coefficients() {
+        first = first.min(m.vars.col(v));
+        len += 1;
+    }
+    (first, len)
+}
+
 /// Whether a row belongs to a node's capacity family: same right-hand side, and every
 /// coefficient equal to the capacity row's coefficient of that variable.
 fn in_family(e: &Expression, set: &HashMap<Variable, f64>) -> bool {
     let mut any = false;
-    for (v, c) in e.clone().linear_coefficients() {
+    for (v, c) in e.linear_coefficients() {
         match set.get(&v) {
             Some(&s) if (s - c).abs() < 1e-12 => any = true,
             _ => return false,

@@ -19,17 +19,31 @@
 use super::{CellCount, Ctx, MipModel, ShareSlot};
 use crate::state::{resource_share, GpuUse};
 use crate::units::MILLI_PER_GPU;
-use good_lp::Expression;
+use good_lp::{Expression, Variable};
 
 /// Whole-GPU demand placed on node n: (priority, expression) per job with a cell there.
 pub fn whole_users(ctx: &Ctx, m: &MipModel, n: usize) -> Vec<(i64, Expression)> {
-    let mut out = Vec::new();
-    for (j, cells) in m.vars.cells.iter().enumerate() {
-        for cell in cells.iter().filter(|c| c.node == n) {
-            out.push((ctx.inst.pending[j].priority, cell.count_expr()));
-        }
-    }
-    out
+    m.vars.on_node[n]
+        .cells
+        .iter()
+        .map(|&(j, i)| {
+            (
+                ctx.inst.pending[j].priority,
+                m.vars.cells[j][i].count_expr(),
+            )
+        })
+        .collect()
+}
+
+/// The sharing slots on node n that `slot` names, as (job, variable), in job order.
+fn shares_at(m: &MipModel, n: usize, slot: ShareSlot) -> Vec<(usize, Variable)> {
+    m.vars.on_node[n]
+        .shares
+        .iter()
+        .map(|&(j, i)| (j, m.vars.share[j][i]))
+        .filter(|(_, (s, _))| *s == slot)
+        .map(|(j, (_, v))| (j, v))
+        .collect()
 }
 
 /// Fresh sharing slots of node n as one expression.
@@ -80,12 +94,8 @@ fn fresh_sharing_slots(ctx: &Ctx, m: &mut MipModel, n: usize) {
     let inst = ctx.inst;
     for (i, &z) in m.vars.fresh[n].iter().enumerate() {
         let mut lhs = Expression::from(0.0);
-        for (j, share) in m.vars.share.iter().enumerate() {
-            for (slot, s) in share {
-                if *slot == ShareSlot::Fresh(n, i) {
-                    lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
-                }
-            }
+        for (j, s) in shares_at(m, n, ShareSlot::Fresh(n, i)) {
+            lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, s);
         }
         m.constraints
             .push((lhs - f64::from(MILLI_PER_GPU) * z).leq(0.0));
@@ -104,13 +114,9 @@ fn shared_gpus(ctx: &Ctx, m: &mut MipModel, n: usize) {
         };
         let mut lhs = Expression::from(0.0);
         let mut any = false;
-        for (j, share) in m.vars.share.iter().enumerate() {
-            for (slot, s) in share {
-                if *slot == ShareSlot::Existing(n, g as u32) {
-                    lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, *s);
-                    any = true;
-                }
-            }
+        for (j, s) in shares_at(m, n, ShareSlot::Existing(n, g as u32)) {
+            lhs.add_mul(inst.pending[j].gpu_milli.unwrap_or(0) as f64, s);
+            any = true;
         }
         if !any {
             continue;
@@ -146,12 +152,14 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
         let mut lhs = Expression::from(0.0);
         // The binaries of the placements on n that take some of the resource.
         let mut users = Vec::new();
-        for (j, job) in inst.pending.iter().enumerate() {
+        for (j, on) in m.vars.on_node[n].by_job() {
+            let job = &inst.pending[j];
             let total = job_total(job);
             if total == 0 {
                 continue;
             }
-            for cell in m.vars.cells[j].iter().filter(|c| c.node == n) {
+            for &i in &on.cells {
+                let cell = &m.vars.cells[j][i];
                 users.push(cell.used);
                 match cell.count {
                     CellCount::Fixed(k) => {
@@ -165,18 +173,13 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
                     }
                 }
             }
-            for (slot, s) in &m.vars.share[j] {
-                let (ShareSlot::Existing(sn, _) | ShareSlot::Fresh(sn, _)) = *slot;
-                if sn == n {
-                    users.push(*s);
-                    lhs.add_mul(total as f64, *s);
-                }
+            for s in on.shares.iter().map(|&i| m.vars.share[j][i].1) {
+                users.push(s);
+                lhs.add_mul(total as f64, s);
             }
-            for (cn, c) in &m.vars.cpu_only[j] {
-                if *cn == n {
-                    users.push(*c);
-                    lhs.add_mul(total as f64, *c);
-                }
+            for c in on.cpu_only.iter().map(|&i| m.vars.cpu_only[j][i].1) {
+                users.push(c);
+                lhs.add_mul(total as f64, c);
             }
         }
         if users.is_empty() {

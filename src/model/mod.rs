@@ -113,6 +113,73 @@ pub struct Vars {
     pub shortfall: Vec<Option<Variable>>,
     /// Column index of every variable (good_lp keeps it private).
     pub columns: std::collections::HashMap<Variable, usize>,
+    /// Per node, the placement variables on it ([`OnNode`]).
+    pub on_node: Vec<OnNode>,
+}
+
+/// What one node's rows read: the placement variables of every job on the node, as indices
+/// into [`Vars::cells`], [`Vars::share`] and [`Vars::cpu_only`], in job order. Built once the
+/// variables are, so that a node's rows need not scan every job's variables (at 1,250 nodes
+/// and 4,000 pending jobs the scan took minutes).
+#[derive(Debug, Default, Clone)]
+pub struct OnNode {
+    /// (job, index into its cells).
+    pub cells: Vec<(usize, usize)>,
+    /// (job, index into its sharing slots).
+    pub shares: Vec<(usize, usize)>,
+    /// (job, index into its CPU-only nodes).
+    pub cpu_only: Vec<(usize, usize)>,
+}
+
+impl OnNode {
+    /// The index of every node (`nodes` of them) over `vars`' placement variables.
+    fn index(vars: &Vars, nodes: usize) -> Vec<OnNode> {
+        let mut out = vec![OnNode::default(); nodes];
+        for (j, cells) in vars.cells.iter().enumerate() {
+            for (i, c) in cells.iter().enumerate() {
+                out[c.node].cells.push((j, i));
+            }
+        }
+        for (j, share) in vars.share.iter().enumerate() {
+            for (i, (slot, _)) in share.iter().enumerate() {
+                let (ShareSlot::Existing(n, _) | ShareSlot::Fresh(n, _)) = *slot;
+                out[n].shares.push((j, i));
+            }
+        }
+        for (j, nodes) in vars.cpu_only.iter().enumerate() {
+            for (i, &(n, _)) in nodes.iter().enumerate() {
+                out[n].cpu_only.push((j, i));
+            }
+        }
+        out
+    }
+
+    /// Per job with a placement variable on the node (ascending), the indices of its cells,
+    /// sharing slots and CPU-only nodes there.
+    pub fn by_job(&self) -> std::collections::BTreeMap<usize, JobOnNode> {
+        let mut out: std::collections::BTreeMap<usize, JobOnNode> = Default::default();
+        for &(j, i) in &self.cells {
+            out.entry(j).or_default().cells.push(i);
+        }
+        for &(j, i) in &self.shares {
+            out.entry(j).or_default().shares.push(i);
+        }
+        for &(j, i) in &self.cpu_only {
+            out.entry(j).or_default().cpu_only.push(i);
+        }
+        out
+    }
+}
+
+/// One job's placement variables on one node ([`OnNode::by_job`]), as indices.
+#[derive(Debug, Default, Clone)]
+pub struct JobOnNode {
+    /// Into [`Vars::cells`] of the job.
+    pub cells: Vec<usize>,
+    /// Into [`Vars::share`] of the job.
+    pub shares: Vec<usize>,
+    /// Into [`Vars::cpu_only`] of the job.
+    pub cpu_only: Vec<usize>,
 }
 
 impl Vars {
@@ -316,6 +383,7 @@ fn create_variables(ctx: &Ctx, m: &mut MipModel) {
         m.vars.share.push(share);
         m.vars.cpu_only.push(cpu_only);
     }
+    m.vars.on_node = OnNode::index(&m.vars, inst.nodes.len());
 }
 
 /// s_jg of sharer j (asking `mj` thousandths): the shared GPUs with room for it once its
