@@ -65,7 +65,8 @@ pub struct Candidates {
 }
 
 impl Candidates {
-    /// Sentences on where the search was cut (none where everything is modelled).
+    /// Sentences on where the search was cut (none where everything is modelled; the time
+    /// limit's is the relaxation's own).
     pub fn notes(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.nodes.len() < self.eligible {
@@ -79,12 +80,6 @@ impl Candidates {
         if modelled < offered {
             out.push(format!(
                 "approximate: of the {offered} jobs of the tenant whose stop would free quota for it, the relaxation looked at the {modelled} cheapest per GPU"
-            ));
-        }
-        if self.unproven {
-            out.push(format!(
-                "approximate: a relaxation solve reached its {} s limit; its change is the cheapest it found, not proven the cheapest",
-                super::relax::RELAX_SECONDS
             ));
         }
         out

@@ -295,9 +295,11 @@ pub fn relax_alternatives(
         forbidden.extend(fams);
         out.push(r);
     }
-    if let Some(mut scope) = searched {
-        scope.unproven = unproven;
-        notes.extend(scope.notes());
+    notes.extend(searched.iter().flat_map(|scope| scope.notes()));
+    if unproven {
+        notes.push(format!(
+            "approximate: a relaxation solve reached its {RELAX_SECONDS} s limit; its change is the cheapest it found, not proven the cheapest"
+        ));
     }
     Ok((out, notes))
 }
