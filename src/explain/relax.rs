@@ -354,10 +354,7 @@ pub fn relax(
 impl HolderPrice for RelaxModel<'_> {
     fn price(&self, holder: Holder) -> Option<f64> {
         let (price, tenant) = match holder {
-            Holder::Running(k) => (
-                self.stop_price(k).map(|(_, c)| c),
-                self.inst.running[k].tenant,
-            ),
+            Holder::Running(k) => (self.stop_price(k), self.inst.running[k].tenant),
             Holder::Placed(i) => (
                 self.allows(Family::HoldBack).then(|| self.hold_price(i)),
                 self.inst.pending[i].tenant,
@@ -468,9 +465,9 @@ impl<'a> RelaxModel<'a> {
         found
     }
 
-    /// The family and price of stopping running job k (its GPUs' worth at the family's price
-    /// per GPU, and the tie-break), `None` where the family is not allowed.
-    fn stop_price(&self, k: usize) -> Option<(Family, f64)> {
+    /// The price of stopping running job k (its GPUs' worth at its family's price per GPU,
+    /// and the tie-break), `None` where the family is not allowed.
+    fn stop_price(&self, k: usize) -> Option<f64> {
         let r = &self.inst.running[k];
         let fam = if self.may_preempt(k) {
             Family::Preempt
@@ -483,7 +480,7 @@ impl<'a> RelaxModel<'a> {
             COST_PREEMPT
         };
         let c = per_gpu * r.gpu_equivalent().max(0.001) + TIE * victim_cost(self.inst, r);
-        self.allows(fam).then_some((fam, c))
+        self.allows(fam).then_some(c)
     }
 
     /// The price of holding back placed job i.
@@ -554,7 +551,7 @@ impl<'a> RelaxModel<'a> {
             if !near && (need <= 0.0 || r.tenant != tenant) {
                 continue;
             }
-            let Some((_, c)) = self.stop_price(k) else {
+            let Some(c) = self.stop_price(k) else {
                 continue;
             };
             if near {
