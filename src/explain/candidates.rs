@@ -116,6 +116,10 @@ pub fn cheapest_cover<T>(mut offers: Vec<(f64, f64, T)>, need: f64) -> Vec<(f64,
     out
 }
 
+/// Per node: its least price per GPU over the counts the job could take there, and the most
+/// GPUs it could give the job.
+type Estimates = BTreeMap<usize, (f64, u32)>;
+
 /// The nodes of `eligible` (ascending) the relaxation of `job` models: all of them up to
 /// [`MOST_NODES`], else the cheapest by the estimate above.
 pub fn candidates(
@@ -126,73 +130,15 @@ pub fn candidates(
     price: &dyn HolderPrice,
 ) -> Candidates {
     let count = eligible.len();
-    if count <= MOST_NODES {
-        return Candidates {
-            nodes: eligible,
-            eligible: count,
-            quota_jobs: (0, 0),
-            unproven: false,
-        };
-    }
-    let g = job.gpus.max(1);
-    let want = |n: usize| job.gpus_per_node.unwrap_or(g.min(after.usable[n])).max(1);
-    let least = job
-        .gpus_per_node
-        .unwrap_or(g.div_ceil(job.node_limit().max(1)));
-    let est: BTreeMap<usize, (f64, u32)> = eligible
-        .iter()
-        .map(|&n| {
-            let w = want(n);
-            let costs = node_costs(after, n, w, price);
-            let rate = (least.min(w)..=w)
-                .map(|k| costs[k as usize] / k as f64)
-                .fold(f64::INFINITY, f64::min);
-            (n, (rate, w))
-        })
-        .collect();
-    let by_estimate = |nodes: &mut Vec<usize>| {
-        nodes.sort_by(|&a, &b| est[&a].0.total_cmp(&est[&b].0).then(a.cmp(&b)));
-    };
-    let mut nodes = match job.within {
-        Some(level @ (Locality::Rack | Locality::Pod)) => {
-            let mut domains: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-            for &n in &eligible {
-                let node = &inst.nodes[n];
-                let d = if level == Locality::Rack {
-                    node.rack
-                } else {
-                    node.pod
-                };
-                domains.entry(d).or_default().push(n);
+    let mut nodes = if count <= MOST_NODES {
+        eligible
+    } else {
+        let est = estimates(after, job, &eligible, price);
+        match job.within {
+            Some(level @ (Locality::Rack | Locality::Pod)) => {
+                in_cheapest_domains(inst, job, level, eligible, &est)
             }
-            let mut ranked: Vec<(f64, usize, Vec<usize>)> = domains
-                .into_iter()
-                .map(|(d, mut nodes)| {
-                    by_estimate(&mut nodes);
-                    (domain_cost(&nodes, &est, g, job.node_limit()), d, nodes)
-                })
-                .collect();
-            ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            ranked
-                .into_iter()
-                .take(DOMAINS)
-                .flat_map(|(_, _, nodes)| nodes.into_iter().take(NODES))
-                .collect()
-        }
-        _ => {
-            let mut all = eligible;
-            by_estimate(&mut all);
-            let mut held = 0u32;
-            let mut taken = 0usize;
-            for &n in &all {
-                if taken >= NODES && held >= 2 * g {
-                    break;
-                }
-                held += est[&n].1;
-                taken += 1;
-            }
-            all.truncate(taken);
-            all
+            _ => cheapest_nodes(job, eligible, &est),
         }
     };
     nodes.sort_unstable();
@@ -204,10 +150,91 @@ pub fn candidates(
     }
 }
 
+/// Each eligible node's estimate (the module's est_n) and want_n.
+fn estimates(
+    after: &AfterRound,
+    job: &PendingJob,
+    eligible: &[usize],
+    price: &dyn HolderPrice,
+) -> Estimates {
+    let g = job.gpus.max(1);
+    let least = job
+        .gpus_per_node
+        .unwrap_or(g.div_ceil(job.node_limit().max(1)));
+    eligible
+        .iter()
+        .map(|&n| {
+            let want = job.gpus_per_node.unwrap_or(g.min(after.usable[n])).max(1);
+            let costs = node_costs(after, n, want, price);
+            let rate = (least.min(want)..=want)
+                .map(|k| costs[k as usize] / k as f64)
+                .fold(f64::INFINITY, f64::min);
+            (n, (rate, want))
+        })
+        .collect()
+}
+
+/// `nodes` cheapest first by their estimate (index order on ties).
+fn by_estimate(nodes: &mut [usize], est: &Estimates) {
+    nodes.sort_by(|&a, &b| est[&a].0.total_cmp(&est[&b].0).then(a.cmp(&b)));
+}
+
+/// The nodes of the [`DOMAINS`] racks or pods (`level`) whose cheapest nodes hold the job's
+/// GPUs for the least ([`domain_cost`]), [`NODES`] at most of each, cheapest first.
+fn in_cheapest_domains(
+    inst: &Instance,
+    job: &PendingJob,
+    level: Locality,
+    eligible: Vec<usize>,
+    est: &Estimates,
+) -> Vec<usize> {
+    let mut domains: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for n in eligible {
+        let node = &inst.nodes[n];
+        let d = if level == Locality::Rack {
+            node.rack
+        } else {
+            node.pod
+        };
+        domains.entry(d).or_default().push(n);
+    }
+    let g = job.gpus.max(1);
+    let mut ranked: Vec<(f64, usize, Vec<usize>)> = domains
+        .into_iter()
+        .map(|(d, mut nodes)| {
+            by_estimate(&mut nodes, est);
+            (domain_cost(&nodes, est, g, job.node_limit()), d, nodes)
+        })
+        .collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    ranked
+        .into_iter()
+        .take(DOMAINS)
+        .flat_map(|(_, _, nodes)| nodes.into_iter().take(NODES))
+        .collect()
+}
+
+/// The [`NODES`] cheapest nodes, more while they hold fewer than twice the job's GPUs.
+fn cheapest_nodes(job: &PendingJob, mut all: Vec<usize>, est: &Estimates) -> Vec<usize> {
+    by_estimate(&mut all, est);
+    let g = job.gpus.max(1);
+    let mut held = 0u32;
+    let mut taken = 0usize;
+    for &n in &all {
+        if taken >= NODES && held >= 2 * g {
+            break;
+        }
+        held += est[&n].1;
+        taken += 1;
+    }
+    all.truncate(taken);
+    all
+}
+
 /// The estimated cost of a domain's nodes (ascending estimate) holding g GPUs on at most
 /// `limit` of them: the sum of their estimates for what each holds; infinite where they
 /// cannot.
-fn domain_cost(nodes: &[usize], est: &BTreeMap<usize, (f64, u32)>, g: u32, limit: u32) -> f64 {
+fn domain_cost(nodes: &[usize], est: &Estimates, g: u32, limit: u32) -> f64 {
     let mut left = g;
     let mut cost = 0.0;
     for &n in nodes.iter().take(limit.max(1) as usize) {
