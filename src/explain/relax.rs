@@ -329,7 +329,7 @@ pub fn relax(
     let mut m = RelaxModel::new(inst, after, j, forbidden);
     let mut searched = m.narrow(after);
     m.add_placement();
-    searched.quota_jobs = m.add_stops_and_hold_backs(a, after);
+    searched.quota_jobs = m.add_stops_and_hold_backs(a);
     m.add_hardware();
     m.add_capacity(after);
     m.add_node_count();
@@ -361,7 +361,7 @@ impl HolderPrice for RelaxModel<'_> {
             ),
             _ => return None,
         };
-        let frees_quota = self.short_of_quota && tenant == self.job.tenant;
+        let frees_quota = self.lacks_quota > 0.0 && tenant == self.job.tenant;
         price.map(|c| if frees_quota { c / 2.0 } else { c })
     }
 
@@ -405,8 +405,9 @@ struct RelaxModel<'a> {
     s_dom: Option<(Locality, usize)>,
     /// GPUs of quota past the tenant's.
     s_q: Option<usize>,
-    /// Whether the tenant's quota lacks room for the job after the round.
-    short_of_quota: bool,
+    /// GPUs of quota the job's tenant lacks for it after the round ([`Self::quota_need`],
+    /// taken by [`Self::narrow`]).
+    lacks_quota: f64,
 }
 
 impl<'a> RelaxModel<'a> {
@@ -448,7 +449,7 @@ impl<'a> RelaxModel<'a> {
             s_nodes: None,
             s_dom: None,
             s_q: None,
-            short_of_quota: false,
+            lacks_quota: 0.0,
         }
     }
 
@@ -458,7 +459,7 @@ impl<'a> RelaxModel<'a> {
 
     /// Keep the candidate nodes of a large round ([`candidates`]) as the eligible ones.
     fn narrow(&mut self, after: &AfterRound) -> Candidates {
-        self.short_of_quota = self.quota_need(after) > 0.0;
+        self.lacks_quota = self.quota_need(after);
         let eligible = std::mem::take(&mut self.eligible);
         let found = candidates(self.inst, after, self.job, eligible, self);
         self.eligible = found.nodes.clone();
@@ -538,9 +539,9 @@ impl<'a> RelaxModel<'a> {
     /// the tenant whose stop or hold-back would free quota, the cheapest per GPU
     /// ([`cheapest_cover`]). Returns how many of the latter there were and how many are
     /// modelled.
-    fn add_stops_and_hold_backs(&mut self, a: &Assignment, after: &AfterRound) -> (usize, usize) {
+    fn add_stops_and_hold_backs(&mut self, a: &Assignment) -> (usize, usize) {
         let tenant = self.job.tenant;
-        let need = self.quota_need(after);
+        let need = self.lacks_quota;
         // (cost, GPUs of quota, running job or placed job).
         let mut quota_only: Vec<(f64, f64, Holder)> = Vec::new();
         for (k, r) in self.inst.running.iter().enumerate() {

@@ -134,6 +134,7 @@ fn shared_gpus(ctx: &Ctx, m: &mut MipModel, n: usize) {
 /// The CPU and memory rows of node n.
 fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
     let inst = ctx.inst;
+    let on_node = m.vars.on_node[n].by_job();
     for (cap, job_total, run_total) in [
         (
             ctx.before.cpu_free[n],
@@ -152,7 +153,7 @@ fn cpu_and_memory(ctx: &Ctx, m: &mut MipModel, n: usize) {
         let mut lhs = Expression::from(0.0);
         // The binaries of the placements on n that take some of the resource.
         let mut users = Vec::new();
-        for (j, on) in m.vars.on_node[n].by_job() {
+        for (&j, on) in &on_node {
             let job = &inst.pending[j];
             let total = job_total(job);
             if total == 0 {
