@@ -327,7 +327,8 @@ pub fn greedy_order(inst: &Instance, order: Order) -> Vec<usize> {
 /// ```
 ///
 /// so a resource the waiting jobs ask far beyond what is free weighs the most, one they
-/// leave spare the least; a resource without a size on any such node weighs nothing.
+/// leave spare the least; a resource that some such node does not size (unlimited there)
+/// weighs nothing.
 ///
 /// Measured with `gangplan solve --planner greedy` (seed 1 of `gangplan bench`'s rounds; the
 /// pass in this order against the best of the other passes): skewed-resources 1k 604.6
