@@ -11,6 +11,7 @@
 //! [`Family::Mixed`] has all of them.
 
 pub mod families;
+pub mod replicas;
 
 pub use families::Family;
 

@@ -266,6 +266,58 @@ fn bench_checks_every_size_before_printing() {
     }
 }
 
+/// `bench --replicas K`: a row of K copies of a small round, compared with K copies of its
+/// best plan; the copies' bound holds that known plan too.
+#[test]
+fn bench_replicas_compare_the_copies_with_copies_of_the_best_small_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let round = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("instances/bench/pollux-w1-replay-round197.json");
+    std::fs::copy(&round, dir.path().join("saved.json")).unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let args = [
+        "bench",
+        "--instances",
+        folder,
+        "--time-limit",
+        "1",
+        "--exact-seconds",
+        "2",
+    ];
+    let out = gangplan(&[&args[..], &["--replicas", "3"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let cells = |name: &str| -> Vec<String> {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")));
+        let row = row.unwrap_or_else(|| panic!("no {name} row: {table}"));
+        row.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let (small, copies) = (cells("saved"), cells("saved x3"));
+    let nodes: usize = small[2].parse().unwrap();
+    assert_eq!(copies[2], (3 * nodes).to_string(), "{table}");
+    // `0.99.. (against 3 copies of the best small plan: 57.0)`
+    let column = &copies[11];
+    let known: f64 = column
+        .split("plan: ")
+        .nth(1)
+        .and_then(|x| x.trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("{column}"));
+    let (objective, bound): (f64, f64) = (copies[6].parse().unwrap(), copies[7].parse().unwrap());
+    assert!(
+        known > 0.0 && bound + 0.05 >= known,
+        "bound {bound} below a known plan {known}"
+    );
+    assert!(objective > 0.0 && objective <= bound + 0.05, "{table}");
+    let without = gangplan(&args);
+    assert!(
+        !text(&without.stdout).contains(" x3 |"),
+        "{}",
+        text(&without.stdout)
+    );
+}
+
 #[test]
 fn status_words_are_lowercase_in_bench_and_logs() {
     let out = gangplan(&["bench", "--sizes", "1k", "--time-limit", "2"]);

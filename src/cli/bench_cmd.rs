@@ -9,7 +9,10 @@ use super::{exit, Failure};
 use clap::Args;
 use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
+use gangplan::instance::load::{parse_document, read_document};
 use gangplan::instance::load_instance_file;
+use gangplan::instance::raw::RawInstance;
+use gangplan::objective::evaluate;
 use gangplan::plan::{render_plan_until, validate_plan};
 use gangplan::solve::{solve, Formulation, PlannerKind, SolveOptions, SolveOutcome};
 use gangplan::topology::Topology;
@@ -51,6 +54,26 @@ pub struct BenchArgs {
     /// Also write every generated round into this folder (as NAME.json).
     #[arg(long, value_name = "DIR")]
     pub save: Option<PathBuf>,
+    /// On rounds of at most 64 nodes, also run K copies of the round side by side as one
+    /// round (K times its nodes and jobs, every name per copy) and print its objective against
+    /// K copies of the small round's best plan (the exact solve's, or the round's own where
+    /// better): a plan known to be possible at that size, so that a ratio below 1 is a loss
+    /// the gap cannot tell from a loose bound (0: off).
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub replicas: usize,
+}
+
+/// What a round's objective is compared with in the `obj / exact` column.
+enum Reference {
+    /// The exact per-node optimum, on rounds of at most [`EXACT_NODES`] nodes.
+    Exact,
+    /// A plan known in advance: K copies of a small round's best plan, of this objective.
+    Copies { k: usize, objective: f64 },
+}
+
+/// The best plan a round's row knows of: the round's own, or the exact solve's where better.
+struct BestPlan {
+    assignment: gangplan::assignment::Assignment,
 }
 
 /// Rounds of at most this many nodes are compared with the exact optimum.
@@ -193,20 +216,55 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
     println!("| round | nodes | GPUs | pending | wall s | objective | bound | gap | obj / greedy | obj / incumbent | obj / exact | GPUs placed (MIP / greedy) | greedy s | status | unexplained / waiting | peak RSS MiB |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, path) in rounds {
-        bench_round(&a, &lib, &name, &path, dir.path())?;
+        let (inst, best) = bench_round(&a, &lib, &name, &path, dir.path(), Reference::Exact)?;
+        if a.replicas > 0 && inst.nodes.len() <= EXACT_NODES {
+            bench_copies(&a, &lib, &name, &path, dir.path(), (&inst, &best))?;
+        }
     }
     Ok(exit::OK)
 }
 
+/// The row of K copies of a small round ([`gangplan::gen::replicas`]), against K copies of
+/// its best plan.
+fn bench_copies(
+    a: &BenchArgs,
+    lib: &ModelLibrary,
+    name: &str,
+    path: &Path,
+    dir: &Path,
+    (small, best): (&gangplan::instance::Instance, &BestPlan),
+) -> Result<(), Failure> {
+    use gangplan::gen::replicas::{replicate, replicate_assignment};
+    let k = a.replicas;
+    let text = read_document(path).map_err(Failure::from_lib)?;
+    let raw: RawInstance =
+        parse_document(&text, &path.display().to_string()).map_err(Failure::from_lib)?;
+    let file = dir.join(format!("copies-x{k}.json"));
+    let copies_text = serde_json::to_vec(&replicate(&raw, k))
+        .map_err(|e| Failure::new(exit::INTERNAL, e.into()))?;
+    gangplan::fsutil::write_atomic(&file, &copies_text).map_err(lib_io)?;
+    let copies = load_instance_file(&file, lib).map_err(Failure::from_lib)?;
+    let known = replicate_assignment(small, &best.assignment, k);
+    // The copies of a valid plan are valid where no rule reads across copies; the validator
+    // says so before the plan is used as a reference.
+    gangplan::plan::validate::check_assignment(&copies, &known)
+        .map_err(|e| Failure::new(exit::INTERNAL, anyhow::anyhow!("{name} x{k}: {e}")))?;
+    let objective = evaluate(&copies, &Topology::new(&copies), &known).total();
+    let row = format!("{name} x{k}");
+    bench_round(a, lib, &row, &file, dir, Reference::Copies { k, objective })?;
+    Ok(())
+}
+
 /// One round, as `solve` runs it (read, plan, validate, write), then greedy alone and, on
-/// small rounds, the exact per-node model; one table row.
+/// small rounds, the exact per-node model; one table row. The round and the best plan known.
 fn bench_round(
     a: &BenchArgs,
     lib: &ModelLibrary,
     name: &str,
     path: &Path,
     dir: &Path,
-) -> Result<(), Failure> {
+    reference: Reference,
+) -> Result<(gangplan::instance::Instance, BestPlan), Failure> {
     let internal = |e: String| Failure::new(exit::INTERNAL, anyhow::anyhow!(e));
     let started = Instant::now();
     let inst = load_instance_file(path, lib).map_err(Failure::from_lib)?;
@@ -253,7 +311,10 @@ fn bench_round(
         },
     );
     let greedy_s = g_started.elapsed().as_secs_f64();
-    let exact = exact_column(a, &inst, &topo, &out);
+    let (exact, best) = match reference {
+        Reference::Exact => exact_column(a, &inst, &topo, &out),
+        Reference::Copies { k, objective } => (copies_column(k, objective, &out), None),
+    };
     let placed = |a: &gangplan::assignment::Assignment| {
         a.placed
             .keys()
@@ -283,20 +344,31 @@ fn bench_round(
         plan.pending.len(),
         peak_rss_mib().map_or("-".into(), |m| format!("{m:.0}")),
     );
-    Ok(())
+    let best = best.unwrap_or(BestPlan {
+        assignment: out.assignment,
+    });
+    let inst = Arc::try_unwrap(inst).unwrap_or_else(|shared| (*shared).clone());
+    Ok((inst, best))
+}
+
+/// The objective against K copies of a small round's best plan (of objective `known`).
+fn copies_column(k: usize, known: f64, out: &SolveOutcome) -> String {
+    let r = out.objective / known.abs().max(gangplan::units::TOLERANCE);
+    format!("{r:.4} (against {k} copies of the best small plan: {known:.1})")
 }
 
 /// The objective against the exact per-node optimum, on rounds of at most [`EXACT_NODES`]
 /// nodes: `r` when the per-node solve proved its optimum, `r (best ..., bound ...)` when its
-/// time ran out first, `-` on larger rounds or with `--exact-seconds 0`.
+/// time ran out first, `-` on larger rounds or with `--exact-seconds 0`; and the exact solve's
+/// plan where it is better than the round's.
 fn exact_column(
     a: &BenchArgs,
     inst: &Arc<gangplan::instance::Instance>,
     topo: &Arc<Topology>,
     out: &SolveOutcome,
-) -> String {
+) -> (String, Option<BestPlan>) {
     if a.exact_seconds <= 0.0 || inst.nodes.len() > EXACT_NODES {
-        return "-".into();
+        return ("-".into(), None);
     }
     let opts = SolveOptions {
         deadline: Instant::now() + Duration::from_secs_f64(a.exact_seconds),
@@ -308,12 +380,16 @@ fn exact_column(
     let best = exact.objective.max(out.objective);
     let r = out.objective / best.abs().max(gangplan::units::TOLERANCE);
     let proven = exact.status == gangplan::plan::Status::Optimal && !exact.time_limit_hit;
-    if proven {
+    let column = if proven {
         format!("{r:.4}")
     } else {
         format!(
             "{r:.4} (not proven: best {best:.1}, bound {})",
             exact.bound.map_or("-".into(), |b| format!("{b:.1}"))
         )
-    }
+    };
+    let better = (exact.objective > out.objective).then(|| BestPlan {
+        assignment: exact.assignment,
+    });
+    (column, better)
 }
