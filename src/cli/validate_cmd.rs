@@ -5,7 +5,10 @@ use clap::Args;
 use gangplan::hardware::ModelLibrary;
 use gangplan::instance::load::{parse_document, read_document};
 use gangplan::instance::load_instance_file;
-use gangplan::plan::{validate::violations, Plan};
+use gangplan::instance::Instance;
+use gangplan::objective::evaluate;
+use gangplan::plan::{assignment_of, validate::violations, Plan};
+use gangplan::topology::Topology;
 use std::path::PathBuf;
 
 /// Check a plan against its instance.
@@ -38,6 +41,7 @@ pub fn run(a: ValidateArgs) -> Result<i32, Failure> {
             plan.preemptions.len(),
             plan.pending.len()
         );
+        println!("{}", objective_line(&inst, &plan));
         Ok(exit::OK)
     } else {
         // Listed like instance errors: the first hundred, then a count.
@@ -51,4 +55,24 @@ pub fn run(a: ValidateArgs) -> Result<i32, Failure> {
         eprintln!("gangplan: the plan breaks {} rule(s)", v.len());
         Ok(exit::PLAN_INVALID)
     }
+}
+
+/// The valid plan's objective under this instance's policy, term by term (a plan made by
+/// another scheduler scores on the same scale as gangplan's own).
+fn objective_line(inst: &Instance, plan: &Plan) -> String {
+    let Some(a) = assignment_of(inst, plan) else {
+        // A valid plan names only the instance's jobs and nodes.
+        return "objective: not computed (the plan names a job or node the instance lacks)".into();
+    };
+    let t = evaluate(inst, &Topology::new(inst), &a);
+    format!(
+        "objective {:.4} = value {:.4} - spread {:.4} - preemption {:.4} - fairness {:.4} - packing {:.4} - fragmentation {:.4}",
+        t.total(),
+        t.value,
+        t.spread,
+        t.preemption,
+        t.fairness,
+        t.packing,
+        t.fragmentation
+    )
 }

@@ -15,31 +15,13 @@ use crate::assignment::{Assignment, GpuSet};
 use crate::error::Result;
 use crate::instance::Instance;
 use crate::objective::{evaluate, job_value};
-use crate::plan::{render_plan, validate_plan, Plan};
+use crate::plan::{assignment_of, render_plan, validate_plan, Plan};
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Largest objective loss accepted to keep a placement, as a fraction of the job's value.
 pub const STAY_TOLERANCE: f64 = 0.05;
-
-/// The plan as an assignment (names back to indices), or `None` if it names unknown jobs.
-pub fn assignment_of(inst: &Instance, plan: &Plan) -> Option<Assignment> {
-    let mut a = Assignment::default();
-    for p in &plan.placements {
-        let j = inst.pending_index(&p.job)?;
-        let mut set = GpuSet::new();
-        for (node, idx) in &p.gpus {
-            set.insert(*inst.node_by_name.get(node)?, idx.clone());
-        }
-        a.placed.insert(j, set);
-    }
-    for p in &plan.preemptions {
-        a.preempted.push(inst.running_index(&p.job)?);
-    }
-    a.preempted.sort_unstable();
-    Some(a)
-}
 
 /// Keep remembered placements where still good. Returns the (possibly re-rendered) plan and
 /// the jobs whose placement was kept from the previous round.

@@ -7,7 +7,7 @@ pub mod render;
 pub mod types;
 pub mod validate;
 
-pub use render::{render_plan, render_plan_until};
+pub use render::{assignment_of, render_plan, render_plan_until};
 pub use types::{
     Metrics, PendingEntry, Placement, Plan, PlanReservation, Preemption, SolverInfo, Status,
 };

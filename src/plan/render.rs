@@ -404,3 +404,22 @@ fn reserved_phrase(r: &PlanReservation) -> String {
     };
     format!("{nodes} {} reserved for it {when}", r.nodes.join(", "))
 }
+
+/// The plan as an assignment (names back to indices; the inverse of [`render_plan`]), or `None`
+/// if it names a job or node the instance does not have.
+pub fn assignment_of(inst: &Instance, plan: &Plan) -> Option<Assignment> {
+    let mut a = Assignment::default();
+    for p in &plan.placements {
+        let j = inst.pending_index(&p.job)?;
+        let mut set = GpuSet::new();
+        for (node, idx) in &p.gpus {
+            set.insert(*inst.node_by_name.get(node)?, idx.clone());
+        }
+        a.placed.insert(j, set);
+    }
+    for p in &plan.preemptions {
+        a.preempted.push(inst.running_index(&p.job)?);
+    }
+    a.preempted.sort_unstable();
+    Some(a)
+}
