@@ -67,6 +67,36 @@ fn solve_writes_yaml_then_validate_accepts_it() {
         text(&v.stdout),
         text(&v.stderr)
     );
+    // The valid plan's objective, as the planner scored it, and its terms.
+    let line = text(&v.stdout)
+        .lines()
+        .find(|l| l.starts_with("objective "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no objective line: {}", text(&v.stdout)));
+    let number = |after: &str| -> f64 {
+        let rest = line
+            .split(after)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{after}: {line}"));
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let planned = plan["solver"]["objective"].as_f64().unwrap();
+    assert!(
+        (number("objective ") - planned).abs() < 1e-3,
+        "{line} against {planned}"
+    );
+    let terms = number("value ")
+        - [
+            "spread",
+            "preemption",
+            "fairness",
+            "packing",
+            "fragmentation",
+        ]
+        .iter()
+        .map(|t| number(&format!("- {t} ")))
+        .sum::<f64>();
+    assert!((terms - planned).abs() < 1e-3, "{line}");
 }
 
 #[test]
