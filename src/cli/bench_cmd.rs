@@ -388,7 +388,7 @@ fn exact_column(
             exact.bound.map_or("-".into(), |b| format!("{b:.1}"))
         )
     };
-    let better = (exact.objective > out.objective).then(|| BestPlan {
+    let better = (exact.objective > out.objective).then_some(BestPlan {
         assignment: exact.assignment,
     });
     (column, better)

@@ -30,7 +30,7 @@
 //! the close ([`super::greedy::keep_needed_victims`]).
 
 use super::greedy::{greedy_order, keep_needed_victims, Order};
-use super::move_score::MoveScore;
+use super::move_score::{MoveScore, Ranking};
 use super::placement::{find_placement_on, Nodes};
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
@@ -131,11 +131,15 @@ pub fn repack(
 ) -> (Assignment, Repacked) {
     let before = ClusterState::new(inst);
     let mut state = RoundState::with_plan(inst, &before, plan);
+    let score = MoveScore::new(inst, topo, &before).ranked_from(&state.held);
+    let plain = greedy_order(inst, Order::ValuePerGpu);
+    let mut fair = plain.clone();
+    fair.sort_by(|&a, &b| score.rank_per_gpu[b].total_cmp(&score.rank_per_gpu[a]));
     let packer = Packer {
         inst,
         topo,
-        score: MoveScore::new(inst, topo, &before),
-        order: greedy_order(inst, Order::ValuePerGpu),
+        score,
+        orders: [plain, fair],
         accepts: inst.pending.iter().map(|j| topo.type_mask(j)).collect(),
         recreate_in_region: inst.task_dist.is_some(),
     };
@@ -152,7 +156,7 @@ pub fn repack(
             break;
         }
         let drawn_from =
-            seeds.get_or_insert_with(|| Seeds::of(inst, &state, &jobs_on, &packer.order));
+            seeds.get_or_insert_with(|| Seeds::of(inst, &state, &jobs_on, &packer.orders));
         let Some(region) = packer.region(&state, drawn_from, &mut rng) else {
             break;
         };
@@ -208,8 +212,9 @@ struct Packer<'s> {
     inst: &'s Instance,
     topo: &'s Topology,
     score: MoveScore<'s>,
-    /// Pending jobs in the greedy's value-per-GPU order.
-    order: Vec<usize>,
+    /// Pending jobs in the greedy's value-per-GPU order ([`Ranking::Value`]), and by value
+    /// per GPU with fairness counted ([`Ranking::FairValue`]; ties in the greedy's order).
+    orders: [Vec<usize>; 2],
     /// Per pending job, whether it accepts each GPU type (by type id).
     accepts: Vec<Vec<bool>>,
     /// Whether a recreate places its jobs on the ruined nodes only: when the round carries a
@@ -298,13 +303,19 @@ impl Packer<'_> {
         let room = RegionRoom::of(&mv, region);
         let mut jobs = released.clone();
         let t = mv.node_type[region[0]];
-        jobs.extend(self.waiting_for(&mv, &seeds.waiting, t, &room, &released, rng));
+        // Draw a ranking only where the two differ: other rounds keep their moves.
+        let ranking = match Ranking::all(&self.score) {
+            [only] => *only,
+            both => both[rng.gen_range(0..both.len())],
+        };
+        let waiting = &seeds.waiting[ranking as usize];
+        jobs.extend(self.waiting_for(&mv, waiting, t, &room, &released, rng));
         let order = match rng.gen_range(0..3) {
             0 => Recreate::LargestFirst,
             1 => Recreate::ValuePerGpu,
             _ => Recreate::Lightest,
         };
-        self.sort(&mut jobs, order, &room, rng);
+        self.sort(&mut jobs, (order, ranking), &room, rng);
         let mut costs_before = 0.0;
         // The ruined nodes as a list, only where the recreate is kept to them.
         let region_nodes: Vec<NodeIx> = if self.recreate_in_region {
@@ -379,18 +390,26 @@ impl Packer<'_> {
         out
     }
 
-    /// Sort `jobs` for the recreate in `order` (`room`: the region's, emptied), each key
-    /// scaled by random noise.
-    fn sort(&self, jobs: &mut [usize], order: Recreate, room: &RegionRoom, rng: &mut ChaCha8Rng) {
+    /// Sort `jobs` for the recreate in `order`, values by `ranking` (`room`: the region's,
+    /// emptied), each key scaled by random noise.
+    fn sort(
+        &self,
+        jobs: &mut [usize],
+        (order, ranking): (Recreate, Ranking),
+        room: &RegionRoom,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let per_gpu = |j| self.score.per_gpu_by(ranking, j);
+        let value = |j| self.score.value_by(ranking, j);
         let mut keyed: Vec<(f64, u32, usize)> = jobs
             .iter()
             .map(|&j| {
                 let job = &self.inst.pending[j];
                 let noise = 1.0 + rng.gen_range(-NOISE..=NOISE);
                 let (key, size) = match order {
-                    Recreate::LargestFirst => (self.score.per_gpu[j] * noise, job.gpus),
-                    Recreate::ValuePerGpu => (self.score.per_gpu[j] * noise, 0),
-                    Recreate::Lightest => (self.score.value[j] / room.share(job) * noise, 0),
+                    Recreate::LargestFirst => (per_gpu(j) * noise, job.gpus),
+                    Recreate::ValuePerGpu => (per_gpu(j) * noise, 0),
+                    Recreate::Lightest => (value(j) / room.share(job) * noise, 0),
                 };
                 (key, size, j)
             })
@@ -414,13 +433,13 @@ struct Seeds {
     /// `started` by GPU type, and by GPU type and rack (each ascending).
     started_of_type: BTreeMap<usize, Vec<NodeIx>>,
     started_of_type_in_rack: BTreeMap<(usize, usize), Vec<NodeIx>>,
-    /// The pending jobs the plan does not start, in `order` (the recreate checks each again:
-    /// the list may be a few sideways moves old).
-    waiting: Vec<usize>,
+    /// The pending jobs the plan does not start, in each of the packer's orders (by
+    /// [`Ranking`]; the recreate checks each again: the lists may be a few sideways moves old).
+    waiting: [Vec<usize>; 2],
 }
 
 impl Seeds {
-    fn of(inst: &Instance, state: &RoundState, jobs_on: &JobsOn, order: &[usize]) -> Self {
+    fn of(inst: &Instance, state: &RoundState, jobs_on: &JobsOn, orders: &[Vec<usize>; 2]) -> Self {
         let idle = (0..inst.nodes.len())
             .filter(|&n| state.free[n] + state.freed[n].len() as u32 > 0)
             .collect();
@@ -437,11 +456,10 @@ impl Seeds {
                 .or_default()
                 .push(n);
         }
-        let waiting = order
-            .iter()
-            .copied()
-            .filter(|j| !state.assignment.placed.contains_key(j))
-            .collect();
+        let waiting = orders.clone().map(|mut order| {
+            order.retain(|j| !state.assignment.placed.contains_key(j));
+            order
+        });
         Seeds {
             idle,
             started,

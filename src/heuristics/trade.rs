@@ -20,7 +20,7 @@
 //! ([`super::greedy::keep_needed_victims`]).
 
 use super::greedy::keep_needed_victims;
-use super::move_score::MoveScore;
+use super::move_score::{MoveScore, Ranking};
 use super::placement::find_placement;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
@@ -56,7 +56,7 @@ pub fn trade(
     let mut trader = Trader {
         inst,
         topo,
-        score: MoveScore::new(inst, topo, &before),
+        score: MoveScore::new(inst, topo, &before).ranked_from(&state.held),
         waiting: BTreeMap::new(),
     };
     trader.wait_all((0..inst.pending.len()).filter(|j| !plan.placed.contains_key(j)));
@@ -131,8 +131,8 @@ impl Trader<'_> {
 
     /// The order within a shape's list: value per GPU, best first, then index.
     fn rank(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        self.score.per_gpu[b]
-            .total_cmp(&self.score.per_gpu[a])
+        self.score.rank_per_gpu[b]
+            .total_cmp(&self.score.rank_per_gpu[a])
             .then(a.cmp(&b))
     }
 
@@ -186,10 +186,15 @@ impl Trader<'_> {
     fn trade_on(&mut self, state: &mut RoundState, n: NodeIx) -> bool {
         let on_n: BTreeSet<usize> = state.taken[n].iter().flatten().copied().collect();
         let mut releasable: Vec<usize> = on_n.into_iter().collect();
-        releasable.sort_by(|&a, &b| self.score.value[a].total_cmp(&self.score.value[b]));
+        let value = &self.score.rank_value;
+        releasable.sort_by(|&a, &b| value[a].total_cmp(&value[b]));
         let options = std::iter::once(None).chain(releasable.into_iter().map(Some));
         for out in options {
-            for order in [FillOrder::ValuePerGpu, FillOrder::ValuePerRoom] {
+            let orders = [FillOrder::ValuePerGpu, FillOrder::ValuePerRoom];
+            for order in orders
+                .into_iter()
+                .flat_map(|o| Ranking::all(&self.score).iter().map(move |&r| (o, r)))
+            {
                 if let Some((added, left_waiting)) = self.try_trade(state, n, out, order) {
                     for j in added {
                         self.unwait(j);
@@ -211,7 +216,7 @@ impl Trader<'_> {
         state: &mut RoundState,
         n: NodeIx,
         out: Option<usize>,
-        order: FillOrder,
+        order: (FillOrder, Ranking),
     ) -> Option<(Vec<usize>, Option<usize>)> {
         // The nodes filled: n, or every node the released job holds GPUs on.
         let mut nodes: BTreeSet<NodeIx> = match out {
@@ -258,7 +263,7 @@ impl Trader<'_> {
 
     /// Start waiting jobs whole on node n, best first in `order`, while one fits; the jobs
     /// started.
-    fn fill(&self, mv: &mut Transaction, n: NodeIx, order: FillOrder) -> Vec<usize> {
+    fn fill(&self, mv: &mut Transaction, n: NodeIx, order: (FillOrder, Ranking)) -> Vec<usize> {
         let mut added = Vec::new();
         while let Some(j) = self.best_fit_on(mv, n, order) {
             let job = &self.inst.pending[j];
@@ -272,7 +277,12 @@ impl Trader<'_> {
     }
 
     /// The waiting job to start on node n next in `order`, if any fits.
-    fn best_fit_on(&self, state: &RoundState, n: NodeIx, order: FillOrder) -> Option<usize> {
+    fn best_fit_on(
+        &self,
+        state: &RoundState,
+        n: NodeIx,
+        (order, ranking): (FillOrder, Ranking),
+    ) -> Option<usize> {
         let t = state.node_type[n];
         let most = state.free[n] + state.freed[n].len() as u32;
         // A whole job fits only where it asks at most the node's CPU left (or none): the
@@ -305,9 +315,10 @@ impl Trader<'_> {
                 continue;
             };
             let key = match order {
-                FillOrder::ValuePerGpu => self.score.per_gpu[j],
+                FillOrder::ValuePerGpu => self.score.per_gpu_by(ranking, j),
                 FillOrder::ValuePerRoom => {
-                    self.score.value[j] / room_share(state, n, &self.inst.pending[j]).max(1e-9)
+                    let share = room_share(state, n, &self.inst.pending[j]);
+                    self.score.value_by(ranking, j) / share.max(1e-9)
                 }
             };
             if best.is_none_or(|(k, b)| key > k || (key == k && j < b)) {
@@ -340,7 +351,43 @@ fn room_share(state: &RoundState, n: NodeIx, job: &PendingJob) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::most_free_first;
+    use super::{most_free_first, trade};
+    use crate::assignment::Assignment;
+    use crate::hardware::ModelLibrary;
+    use crate::instance::parse_instance;
+    use crate::topology::Topology;
+
+    /// One GPU free; `o1` (of `over`, which holds its fair share) is worth 0.1 more than `u1`
+    /// (of `under`, which holds nothing of its share of 1 GPU), whose start also takes 0.3 off
+    /// the fairness term.
+    const ONE_FREE_GPU: &str = "
+nodes:
+  - {name: n1, gpus: 8}
+  - {name: n2, gpus: 8}
+tenants:
+  - {name: over}
+  - {name: under}
+running:
+  - {id: r1, tenant: over, gpus: {n1: [0, 1, 2, 3, 4, 5, 6, 7]}}
+  - {id: r2, tenant: over, gpus: {n2: [0, 1, 2, 3, 4, 5, 6]}}
+pending:
+  - {id: o1, tenant: over, gpus: 1, priority: 1}
+  - {id: u1, tenant: under, gpus: 1}
+";
+
+    #[test]
+    fn a_fill_starts_the_job_whose_start_the_fairness_term_prices_higher() {
+        let inst = parse_instance(ONE_FREE_GPU, "fair", &ModelLibrary::builtin()).unwrap();
+        let topo = Topology::new(&inst);
+        let far = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let (plan, kept) = trade(&inst, &topo, &Assignment::default(), far);
+        assert_eq!(kept, 1);
+        assert_eq!(
+            plan.placed.keys().copied().collect::<Vec<_>>(),
+            [1],
+            "u1 starts"
+        );
+    }
 
     #[test]
     fn sweeps_visit_the_nodes_with_free_gpus_most_free_first_then_by_index() {
