@@ -94,12 +94,11 @@ impl<'s> MoveScore<'s> {
     /// default, the plan's where the moves start from a plan): `fairness` per GPU up to the
     /// shortfall, and no further than the tenant's quota leaves room (a job the quota holds
     /// back gains nothing by ranking first). Local moves rank by value per GPU to choose which
-    /// waiting jobs to try;
-    /// without the fairness part they try the jobs of a tenant above its share first wherever
-    /// those are worth a little more per GPU, and a plan of a round whose fair shares bind
-    /// ends with its under-served tenants further below their shares than needed. Ranking by
-    /// it alone tries fewer of the jobs worth most, so moves draw one ranking or the other
-    /// ([`Ranking`]).
+    /// waiting jobs to try; without the fairness part they try the jobs of a tenant above its
+    /// share first wherever those are worth a little more per GPU, and a plan of a round whose
+    /// fair shares bind ends with its under-served tenants further below their shares than
+    /// needed. Ranking by it alone tries fewer of the jobs worth most, so moves use one
+    /// ranking or the other ([`Ranking`]).
     pub fn ranked_from(mut self, held: &[f64]) -> Self {
         let inst = self.inst;
         let w = inst.policy.weights.fairness;

@@ -133,8 +133,12 @@ pub fn repack(
     let mut state = RoundState::with_plan(inst, &before, plan);
     let score = MoveScore::new(inst, topo, &before).ranked_from(&state.held);
     let plain = greedy_order(inst, Order::ValuePerGpu);
-    let mut fair = plain.clone();
-    fair.sort_by(|&a, &b| score.rank_per_gpu[b].total_cmp(&score.rank_per_gpu[a]));
+    // The fairness ranking's order, where it differs (an empty list is never drawn).
+    let mut fair = Vec::new();
+    if score.fair_differs {
+        fair = plain.clone();
+        fair.sort_by(|&a, &b| score.rank_per_gpu[b].total_cmp(&score.rank_per_gpu[a]));
+    }
     let packer = Packer {
         inst,
         topo,
@@ -213,7 +217,8 @@ struct Packer<'s> {
     topo: &'s Topology,
     score: MoveScore<'s>,
     /// Pending jobs in the greedy's value-per-GPU order ([`Ranking::Value`]), and by value
-    /// per GPU with fairness counted ([`Ranking::FairValue`]; ties in the greedy's order).
+    /// per GPU with fairness counted ([`Ranking::FairValue`]; ties in the greedy's order;
+    /// empty where the rankings do not differ).
     orders: [Vec<usize>; 2],
     /// Per pending job, whether it accepts each GPU type (by type id).
     accepts: Vec<Vec<bool>>,
@@ -308,7 +313,7 @@ impl Packer<'_> {
             [only] => *only,
             both => both[rng.gen_range(0..both.len())],
         };
-        let waiting = &seeds.waiting[ranking as usize];
+        let waiting = seeds.waiting(ranking);
         jobs.extend(self.waiting_for(&mv, waiting, t, &room, &released, rng));
         let order = match rng.gen_range(0..3) {
             0 => Recreate::LargestFirst,
@@ -466,6 +471,14 @@ impl Seeds {
             started_of_type,
             started_of_type_in_rack,
             waiting,
+        }
+    }
+
+    /// The waiting jobs in `ranking`'s order.
+    fn waiting(&self, ranking: Ranking) -> &[usize] {
+        match ranking {
+            Ranking::Value => &self.waiting[0],
+            Ranking::FairValue => &self.waiting[1],
         }
     }
 
