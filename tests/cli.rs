@@ -304,6 +304,9 @@ fn bench_replicas_compare_the_copies_with_copies_of_the_best_small_plan() {
     let round = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("instances/bench/pollux-w1-replay-round197.json");
     std::fs::copy(&round, dir.path().join("saved.json")).unwrap();
+    // A round whose best plan scores below zero: its copies' row gives the difference.
+    let negative = Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/explain/prices.yaml");
+    std::fs::copy(&negative, dir.path().join("negative.yaml")).unwrap();
     let folder = dir.path().to_str().unwrap();
     let args = [
         "bench",
@@ -340,6 +343,11 @@ fn bench_replicas_compare_the_copies_with_copies_of_the_best_small_plan() {
         "bound {bound} below a known plan {known}"
     );
     assert!(objective > 0.0 && objective <= bound + 0.05, "{table}");
+    let below_zero = cells("negative x3");
+    assert!(
+        below_zero[11].contains(" over (against 3 copies of the best small plan: -"),
+        "{table}"
+    );
     let without = gangplan(&args);
     assert!(
         !text(&without.stdout).contains(" x3 |"),

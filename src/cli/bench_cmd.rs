@@ -351,10 +351,15 @@ fn bench_round(
     Ok((inst, best))
 }
 
-/// The objective against K copies of a small round's best plan (of objective `known`).
+/// The objective against K copies of a small round's best plan (of objective `known`): their
+/// ratio, or where `known` is not positive (a ratio would read backwards) their difference.
 fn copies_column(k: usize, known: f64, out: &SolveOutcome) -> String {
-    let r = out.objective / known.abs().max(gangplan::units::TOLERANCE);
-    format!("{r:.4} (against {k} copies of the best small plan: {known:.1})")
+    let against = format!("against {k} copies of the best small plan: {known:.1}");
+    if known > gangplan::units::TOLERANCE {
+        format!("{:.4} ({against})", out.objective / known)
+    } else {
+        format!("{:+.1} over ({against})", out.objective - known)
+    }
 }
 
 /// The objective against the exact per-node optimum, on rounds of at most [`EXACT_NODES`]
