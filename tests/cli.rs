@@ -287,6 +287,14 @@ fn an_os_error_is_printed_once() {
 }
 
 #[test]
+fn bench_refuses_more_copies_than_it_measures() {
+    let out = gangplan(&["bench", "--sizes", "small", "--replicas", "100000"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("--replicas: 100000 copies asked; at most 400"));
+}
+
+#[test]
 fn bench_checks_every_size_before_printing() {
     for sizes in ["2k", "1k,2k"] {
         let out = gangplan(&["bench", "--sizes", sizes]);

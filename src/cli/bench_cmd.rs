@@ -58,7 +58,7 @@ pub struct BenchArgs {
     /// round (K times its nodes and jobs, every name per copy) and print its objective against
     /// K copies of the small round's best plan (the exact solve's, or the round's own where
     /// better): a plan known to be possible at that size, so that a ratio below 1 is a loss
-    /// the gap cannot tell from a loose bound (0: off).
+    /// the gap cannot tell from a loose bound (0: off; at most 400).
     #[arg(long, default_value_t = 0, value_name = "K")]
     pub replicas: usize,
 }
@@ -78,6 +78,9 @@ struct BestPlan {
 
 /// Rounds of at most this many nodes are compared with the exact optimum.
 const EXACT_NODES: usize = 64;
+
+/// Most copies `--replicas` makes of a round (of at most [`EXACT_NODES`] nodes: 25,600 nodes).
+const MOST_REPLICAS: usize = 400;
 
 fn size_params(name: &str) -> Option<(usize, usize)> {
     match name {
@@ -211,6 +214,13 @@ pub fn run(a: BenchArgs) -> Result<i32, Failure> {
     }
     let lib = ModelLibrary::builtin();
     super::check_time_limit_flag(a.time_limit)?;
+    if a.replicas > MOST_REPLICAS {
+        return Err(bad(format!(
+            "--replicas: {} copies asked; at most {MOST_REPLICAS} (copies of a 64-node round \
+             past that outgrow the rounds gangplan is measured on)",
+            a.replicas
+        )));
+    }
     let dir = tempfile::tempdir().map_err(io)?;
     let rounds = rounds(&a, dir.path())?;
     println!("| round | nodes | GPUs | pending | wall s | objective | bound | gap | obj / greedy | obj / incumbent | obj / exact | GPUs placed (MIP / greedy) | greedy s | status | unexplained / waiting | peak RSS MiB |");
