@@ -15,11 +15,9 @@
 //! `policy.reservations` is K times the round's (at most 64).
 
 use crate::assignment::{Assignment, GpuSet};
+use crate::instance::policy::MAX_RESERVATIONS;
 use crate::instance::raw::RawInstance;
 use crate::instance::Instance;
-
-/// Most reservations a round may ask for (`policy.reservations`).
-const MOST_RESERVATIONS: i64 = 64;
 
 /// A name in copy `c`.
 pub fn copy_name(name: &str, c: usize) -> String {
@@ -38,7 +36,10 @@ pub fn replicate(round: &RawInstance, k: usize) -> RawInstance {
         tenant.quota = tenant.quota.map(|q| q.saturating_mul(k as u64));
     }
     if let Some(r) = out.policy.as_mut().and_then(|p| p.reservations.as_mut()) {
-        *r = r.saturating_mul(k as i64).min(MOST_RESERVATIONS).max(*r);
+        *r = r
+            .saturating_mul(k as i64)
+            .min(MAX_RESERVATIONS as i64)
+            .max(*r);
     }
     for c in 0..k {
         out.nodes.extend(round.nodes.iter().map(|n| {

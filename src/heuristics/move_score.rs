@@ -18,8 +18,8 @@
 use super::placement::free::node_free;
 use crate::instance::{Instance, NodeIx};
 use crate::objective::{
-    fair_shares, fairness_penalty, frag_cost_per_milli, held_before, job_spread, job_value,
-    node_packing, value_per_gpu,
+    fair_shares, fairness_penalty, frag_cost_per_milli, job_spread, job_value, node_packing,
+    value_per_gpu,
 };
 use crate::round_state::RoundState;
 use crate::state::ClusterState;
@@ -67,8 +67,15 @@ impl Ranking {
 }
 
 impl<'s> MoveScore<'s> {
-    /// The scorer of the round whose occupancy before it is `before`.
+    /// The scorer of the round whose occupancy before it is `before`; it ranks jobs by their
+    /// value alone until [`MoveScore::ranked_from`] counts fairness.
     pub fn new(inst: &'s Instance, topo: &'s Topology, before: &ClusterState) -> Self {
+        let value: Vec<f64> = inst.pending.iter().map(|j| job_value(inst, j)).collect();
+        let per_gpu: Vec<f64> = inst
+            .pending
+            .iter()
+            .map(|j| value_per_gpu(inst, j))
+            .collect();
         MoveScore {
             inst,
             topo,
@@ -76,22 +83,17 @@ impl<'s> MoveScore<'s> {
             busy_before: (0..inst.nodes.len())
                 .map(|n| before.node_busy_count(n))
                 .collect(),
-            value: inst.pending.iter().map(|j| job_value(inst, j)).collect(),
-            per_gpu: inst
-                .pending
-                .iter()
-                .map(|j| value_per_gpu(inst, j))
-                .collect(),
-            rank_value: Vec::new(),
-            rank_per_gpu: Vec::new(),
+            rank_value: value.clone(),
+            rank_per_gpu: per_gpu.clone(),
+            value,
+            per_gpu,
             fair_differs: false,
         }
-        .ranked_from(&held_before(inst))
     }
 
     /// Rank jobs by their value plus what their GPUs take off the fairness term where their
-    /// tenant holds less than its fair share (`held`, per tenant: before the round by
-    /// default, the plan's where the moves start from a plan): `fairness` per GPU up to the
+    /// tenant holds less than its fair share (`held`, per tenant: in the plan the moves start
+    /// from): `fairness` per GPU up to the
     /// shortfall, and no further than the tenant's quota leaves room (a job the quota holds
     /// back gains nothing by ranking first). Local moves rank by value per GPU to choose which
     /// waiting jobs to try; without the fairness part they try the jobs of a tenant above its
@@ -213,7 +215,7 @@ pending:
         let inst = parse_instance(&round(""), "fair", &ModelLibrary::builtin()).unwrap();
         assert_eq!(fair_shares(&inst), [11.0, 5.0]);
         let (topo, before) = (Topology::new(&inst), ClusterState::new(&inst));
-        let s = MoveScore::new(&inst, &topo, &before);
+        let s = MoveScore::new(&inst, &topo, &before).ranked_from(&held_before(&inst));
         let w = inst.policy.weights.fairness;
         let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(near(s.rank_value[0], s.value[0]), "over is above its share");
@@ -228,7 +230,7 @@ pending:
         // A quota with room for 3 GPUs: a job's fairness counts up to 3 of its GPUs.
         let inst = parse_instance(&round(", quota: 3"), "quota", &ModelLibrary::builtin()).unwrap();
         let (topo, before) = (Topology::new(&inst), ClusterState::new(&inst));
-        let s = MoveScore::new(&inst, &topo, &before);
+        let s = MoveScore::new(&inst, &topo, &before).ranked_from(&held_before(&inst));
         assert!(near(s.rank_value[2], s.value[2] + 3.0 * w));
         assert_eq!(held_before(&inst), [12.0, 0.0]);
     }

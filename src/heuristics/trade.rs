@@ -12,7 +12,8 @@
 //!
 //! filling in one of two orders: by value per GPU, or by value per share of n's room that the
 //! job takes of its scarcest resource (GPUs, CPU or memory), so that light jobs pack what a
-//! heavy one would strand. A trade stays when the objective rises, the change counted exactly
+//! heavy one would strand; each with the values counting the fairness a job's GPUs buy first,
+//! where that ranks otherwise ([`super::move_score::Ranking`]), then without. A trade stays when the objective rises, the change counted exactly
 //! on what it touched ([`super::move_score`]); one that does not is undone exactly (it runs in
 //! a [`crate::round_state::Transaction`]). Each node is traded on until no trade pays (at
 //! most [`TRADES_PER_NODE`] times), node by node, in up to [`SWEEPS`] sweeps while the last
@@ -129,7 +130,8 @@ impl Trader<'_> {
         job.gpus > 0 && !job.is_sharer() && job.gpus_per_node.is_none_or(|k| k >= job.gpus)
     }
 
-    /// The order within a shape's list: value per GPU, best first, then index.
+    /// The order within a shape's list: value per GPU with fairness counted
+    /// ([`MoveScore::ranked_from`]), best first, then index.
     fn rank(&self, a: usize, b: usize) -> std::cmp::Ordering {
         self.score.rank_per_gpu[b]
             .total_cmp(&self.score.rank_per_gpu[a])
