@@ -123,8 +123,56 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// The pauses before each new try of a command Slurm refused for now (see
+/// [`is_refused_for_now`]): about 15 s in all, the time a restarted controller takes to give
+/// its jobs their accounting index back.
+const PAUSES_BEFORE_RETRY: [Duration; 5] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+];
+
+/// Whether Slurm refused a command for a reason that passes by itself, so the same command
+/// may be sent again unchanged: the controller said so in words (`try again`: a job whose
+/// accounting index is still being set after a restart of slurmctld or slurmdbd), or a
+/// resource was briefly short (`Resource temporarily unavailable`). A refused command did
+/// nothing, so sending it again is safe. A controller that does not answer at all is not in
+/// this list: the round stops, its journal says what was applied, and the next round finishes.
+pub fn is_refused_for_now(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    s.contains("try again") || s.contains("resource temporarily unavailable")
+}
+
 impl SlurmCli for RealSlurm {
+    /// Runs the command; one that Slurm refused for now ([`is_refused_for_now`]) is sent again
+    /// after each of [`PAUSES_BEFORE_RETRY`], each try with its own deadline.
     fn run(&self, program: &str, args: &[String]) -> Result<String, SlurmError> {
+        let mut pauses = PAUSES_BEFORE_RETRY.iter();
+        loop {
+            match self.run_once(program, args) {
+                Err(SlurmError::Command { ref stderr, .. }) if is_refused_for_now(stderr) => {
+                    let Some(pause) = pauses.next() else {
+                        return self.run_once(program, args);
+                    };
+                    tracing::warn!(
+                        command = %command_line(program, args),
+                        %stderr,
+                        "Slurm refused the command for now; sending it again in {:.1} s",
+                        pause.as_secs_f64()
+                    );
+                    std::thread::sleep(*pause);
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl RealSlurm {
+    /// Run the command once, killed at the deadline.
+    fn run_once(&self, program: &str, args: &[String]) -> Result<String, SlurmError> {
         let spawn_error = |source| SlurmError::Spawn {
             program: program.to_string(),
             source,
@@ -243,6 +291,47 @@ mod tests {
         assert!(matches!(e, SlurmError::Timeout { .. }), "{e}");
         assert!(e.to_string().contains("sleep 30"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn refusals_that_pass_by_themselves() {
+        let db_index = "slurm_update error: Job update not available right now, \
+                        the DB index is being set, try again in a bit";
+        assert!(is_refused_for_now(db_index));
+        assert!(is_refused_for_now("error: Resource temporarily unavailable"));
+        for lasting in [
+            "Invalid job id specified",
+            "Unable to contact slurm controller (connect failure)",
+            "Requested node configuration is not available",
+        ] {
+            assert!(!is_refused_for_now(lasting), "{lasting}");
+        }
+    }
+
+    #[test]
+    fn a_command_refused_for_now_is_sent_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let tries = dir.path().join("tries");
+        // Refused twice with Slurm's words, then done.
+        let script = format!(
+            "echo x >> {t}; if [ $(wc -l < {t}) -lt 3 ]; then \
+             echo 'Job update not available right now, the DB index is being set, \
+             try again in a bit' >&2; exit 1; fi; echo done",
+            t = tries.display()
+        );
+        let out = RealSlurm::default()
+            .run("sh", &["-c".into(), script])
+            .unwrap();
+        assert_eq!(out, "done\n");
+        assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 3);
+        // A lasting failure is not sent again.
+        let once = dir.path().join("once");
+        let script = format!("echo x >> {}; exit 1", once.display());
+        let e = RealSlurm::default()
+            .run("sh", &["-c".into(), script])
+            .unwrap_err();
+        assert!(matches!(e, SlurmError::Command { .. }), "{e}");
+        assert_eq!(std::fs::read_to_string(&once).unwrap().lines().count(), 1);
     }
 
     #[test]
