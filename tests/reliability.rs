@@ -731,6 +731,40 @@ fn gen_emits_only_valid_instances() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A Slurm command refused for now is sent again.
+
+/// A Slurm command refused with "try again" (a job's accounting index still being set after
+/// a restart of slurmctld) is sent again until it is done; a lasting failure is sent once.
+#[test]
+fn a_slurm_command_refused_for_now_is_sent_again() {
+    use gangplan::adapters::slurm::{RealSlurm, SlurmCli};
+    let dir = tempfile::tempdir().unwrap();
+    let tries = dir.path().join("tries");
+    // Refused twice with Slurm's words, then done.
+    let script = format!(
+        "echo x >> {t}; if [ $(wc -l < {t}) -lt 3 ]; then \
+         echo 'Job update not available right now, the DB index is being set, \
+         try again in a bit' >&2; exit 1; fi; echo done",
+        t = tries.display()
+    );
+    let out = RealSlurm::default()
+        .run("sh", &["-c".into(), script])
+        .unwrap();
+    assert_eq!(out, "done\n");
+    assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 3);
+    let once = dir.path().join("once");
+    let script = format!(
+        "echo x >> {}; echo 'Invalid job id specified' >&2; exit 1",
+        once.display()
+    );
+    let e = RealSlurm::default()
+        .run("sh", &["-c".into(), script])
+        .unwrap_err();
+    assert!(e.to_string().contains("Invalid job id"), "{e}");
+    assert_eq!(std::fs::read_to_string(&once).unwrap().lines().count(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Nothing from an input is executed.
 
 /// The library and the binary never start a shell, and start no process whose program name

@@ -298,7 +298,9 @@ mod tests {
         let db_index = "slurm_update error: Job update not available right now, \
                         the DB index is being set, try again in a bit";
         assert!(is_refused_for_now(db_index));
-        assert!(is_refused_for_now("error: Resource temporarily unavailable"));
+        assert!(is_refused_for_now(
+            "error: Resource temporarily unavailable"
+        ));
         for lasting in [
             "Invalid job id specified",
             "Unable to contact slurm controller (connect failure)",
@@ -306,32 +308,6 @@ mod tests {
         ] {
             assert!(!is_refused_for_now(lasting), "{lasting}");
         }
-    }
-
-    #[test]
-    fn a_command_refused_for_now_is_sent_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let tries = dir.path().join("tries");
-        // Refused twice with Slurm's words, then done.
-        let script = format!(
-            "echo x >> {t}; if [ $(wc -l < {t}) -lt 3 ]; then \
-             echo 'Job update not available right now, the DB index is being set, \
-             try again in a bit' >&2; exit 1; fi; echo done",
-            t = tries.display()
-        );
-        let out = RealSlurm::default()
-            .run("sh", &["-c".into(), script])
-            .unwrap();
-        assert_eq!(out, "done\n");
-        assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 3);
-        // A lasting failure is not sent again.
-        let once = dir.path().join("once");
-        let script = format!("echo x >> {}; exit 1", once.display());
-        let e = RealSlurm::default()
-            .run("sh", &["-c".into(), script])
-            .unwrap_err();
-        assert!(matches!(e, SlurmError::Command { .. }), "{e}");
-        assert_eq!(std::fs::read_to_string(&once).unwrap().lines().count(), 1);
     }
 
     #[test]
