@@ -293,6 +293,14 @@ const CASES: &[(&str, &[&str])] = &[
         "rack_in_two_pods.yaml",
         &["nodes[1].pod", "\"p2\"", "a rack belongs to one pod"],
     ),
+    (
+        "pod_of_the_unnamed_rack.yaml",
+        &[
+            "nodes[1].pod",
+            "is not given but the unnamed rack (of the nodes that give none) is in pod \"p0\"",
+            "give its nodes the same pod",
+        ],
+    ),
     // GPUs.
     (
         "gpu_index_out_of_range.yaml",
@@ -409,6 +417,14 @@ const CASES: &[(&str, &[&str])] = &[
             "pending[0].gpus_per_node",
             "4 / 2 = 2 nodes",
             "max_nodes allows 1; set gpus_per_node to 4",
+        ],
+    ),
+    (
+        "shape_max_nodes_above_any_cluster.yaml",
+        &[
+            "pending[0].gpus_per_node",
+            "400000 / 2 = 200000 nodes",
+            "max_nodes allows 150000; set gpus_per_node to 4",
         ],
     ),
     (

@@ -52,7 +52,21 @@ impl NodeTable {
         let rack = match self.rack_ix.get(&rack_name) {
             Some(&r) => {
                 if self.rack_pod[r] != pod {
-                    is.push(format!("{p}.pod"), format!("is {} but rack {} is in pod {} on an earlier node; a rack belongs to one pod", quoted(&pod_name), quoted(&rack_name), quoted(&self.pods[self.rack_pod[r]])));
+                    let earlier = &self.pods[self.rack_pod[r]];
+                    is.push(
+                        format!("{p}.pod"),
+                        format!(
+                            "{} but {} is in {} on an earlier node; a rack belongs to one pod: \
+                             give its nodes the same pod",
+                            if pod_name.is_empty() {
+                                "is not given".to_string()
+                            } else {
+                                format!("is {}", quoted(&pod_name))
+                            },
+                            unnamed_or("rack", &rack_name),
+                            unnamed_or("pod", earlier)
+                        ),
+                    );
                 }
                 r
             }
@@ -64,6 +78,15 @@ impl NodeTable {
             }
         };
         (rack, pod)
+    }
+}
+
+/// `rack "r1"`, or for the empty name `the unnamed rack` (of the nodes that give none).
+fn unnamed_or(kind: &str, name: &str) -> String {
+    if name.is_empty() {
+        format!("the unnamed {kind} (of the nodes that give none)")
+    } else {
+        format!("{kind} {}", quoted(name))
     }
 }
 

@@ -75,7 +75,9 @@ fn job(
         None => None,
     };
     let gpus_per_node = gpus_per_node(is, p, r.gpus_per_node, gpus);
-    shape_contradiction(is, p, gpus, within, max_nodes, gpus_per_node);
+    // The user's max_nodes, not the value capped at the most nodes a cluster has.
+    let asked_max_nodes = r.max_nodes.filter(|&m| m > 0);
+    shape_contradiction(is, p, gpus, within, asked_max_nodes, gpus_per_node);
     let gpu_milli = is.milli(&format!("{p}.gpu_milli"), r.gpu_milli);
     if gpu_milli.is_some() && gpus != 1 {
         is.push(
@@ -163,13 +165,13 @@ fn shape_contradiction(
     p: &str,
     gpus: u32,
     within: Option<Locality>,
-    max_nodes: Option<u32>,
+    max_nodes: Option<u64>,
     gpus_per_node: Option<u32>,
 ) {
     let Some(per) = gpus_per_node.filter(|&g| g > 0 && gpus > 0) else {
         return;
     };
-    let spans = gpus / per;
+    let spans = u64::from(gpus / per);
     let (cap, field) = match (within, max_nodes) {
         (Some(Locality::Node), _) => (1, "within: node"),
         (_, Some(m)) => (m, "max_nodes"),
@@ -177,7 +179,7 @@ fn shape_contradiction(
     };
     if spans > cap {
         // The smallest per-node count that divides the gang and fits the cap.
-        let fits = (gpus.div_ceil(cap)..=gpus)
+        let fits = (gpus.div_ceil(cap as u32)..=gpus)
             .find(|d| gpus.is_multiple_of(*d))
             .unwrap_or(gpus);
         is.push(
