@@ -204,6 +204,13 @@ fn placement_passes(
                 }
                 let promoted: Vec<usize> = waiting.into_iter().chain(rest).collect();
                 let (obj2, a2) = scored(&promoted);
+                tracing::debug!(
+                    order = i,
+                    round,
+                    objective = obj,
+                    promoted = obj2,
+                    "second-stage pass with the chosen jobs it left waiting first"
+                );
                 if obj2 <= obj + TOLERANCE {
                     break;
                 }
