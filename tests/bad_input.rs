@@ -460,6 +460,14 @@ const CASES: &[(&str, &[&str])] = &[
             "lower weights.checkpoint",
         ],
     ),
+    (
+        "checkpoint_scale_cpu_only.yaml",
+        &[
+            "running[0].checkpoint_cost",
+            "1000000000000000",
+            "lower weights.checkpoint",
+        ],
+    ),
 ];
 
 fn bin() -> &'static str {

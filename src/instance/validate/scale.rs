@@ -11,6 +11,8 @@
 //!                                                                        <= MAX_VALUE_PER_GPU
 //! checkpoint per GPU w.checkpoint * checkpoint_cost / 3600 / eq          <= MAX_VALUE_PER_GPU
 //! ```
+//!
+//! (`eq` = 1 for a CPU-only running job: its whole checkpoint cost is held to the same bound.)
 
 use super::issues::Issues;
 use crate::instance::policy::Weights;
@@ -77,10 +79,11 @@ fn priority_scale(is: &mut Issues, path: &str, priority: i64, w: &Weights) {
 }
 
 fn checkpoint_scale(is: &mut Issues, path: &str, cost: f64, eq: f64, w: &Weights) {
-    if eq <= 0.0 || !cost.is_finite() {
+    if !cost.is_finite() {
         return;
     }
-    let per_gpu = w.checkpoint * cost / 3600.0 / eq;
+    // A CPU-only job (no GPU) is checked on its whole cost, as a job of one GPU.
+    let per_gpu = w.checkpoint * cost / 3600.0 / if eq > 0.0 { eq } else { 1.0 };
     if per_gpu > MAX_VALUE_PER_GPU {
         is.push(
             format!("{path}.checkpoint_cost"),
