@@ -597,14 +597,15 @@ fn finish_after_a_slow_greedy(
         until: budget.early_placement_until(),
     };
     let limit = budget.aggregated_time_limit();
-    let running = start(&inst, &topo, &o, Arc::new(Highs), limit, early).unwrap();
+    let backend: Arc<dyn MipBackend> = Arc::new(Highs);
+    let running = start(&inst, &topo, &o, Arc::clone(&backend), limit, early).unwrap();
     let assignment = gangplan::heuristics::greedy::portfolio(&inst, &topo, None);
     let greedy = GreedyPlan {
         objective: gangplan::objective::evaluate(&inst, &topo, &assignment).total(),
         assignment,
         took: std::time::Duration::from_secs(1000),
     };
-    let plan = finish(running, &inst, &topo, &budget, &greedy, &Highs);
+    let plan = finish(running, &inst, &topo, &budget, &greedy, &backend);
     if let Ok(plan) = &plan {
         assert!(plan.objective > greedy.objective + 1e-6);
         gangplan::plan::validate::check_assignment(&inst, &plan.assignment).unwrap();

@@ -12,9 +12,15 @@ use gangplan::instance::Instance;
 use gangplan::objective::{evaluate, held_after};
 use gangplan::plan::{render_plan, validate_plan, Status};
 use gangplan::solve::neighbourhood::{choose, cut, improve};
-use gangplan::solve::{Budget, Highs};
+use gangplan::solve::{Budget, Highs, MipBackend};
 use gangplan::topology::Topology;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The HiGHS backend as the search takes it.
+fn highs() -> Arc<dyn MipBackend> {
+    Arc::new(Highs)
+}
 
 const FAMILIES: [Family; 6] = [
     Family::Default,
@@ -150,7 +156,7 @@ fn the_search_returns_valid_plans_never_worse_than_its_start() {
             let (inst, topo, plan) = round(family, seed);
             let start = evaluate(&inst, &topo, &plan).total();
             let budget = Budget::new(&inst, Instant::now() + Duration::from_secs(20));
-            let out = improve(&inst, &topo, &Highs, &budget, (start, plan.clone()));
+            let out = improve(&inst, &topo, &highs(), &budget, (start, plan.clone()));
             let what = format!("{family:?} seed {seed}");
             assert_valid(&inst, &out.plan, &what);
             let objective = evaluate(&inst, &topo, &out.plan).total();
@@ -205,8 +211,48 @@ pending:
     assert!(c.keeps_a_part(&kept));
     let start = evaluate(&inst, &topo, &plan).total();
     let budget = Budget::new(&inst, Instant::now() + Duration::from_secs(5));
-    let out = improve(&inst, &topo, &Highs, &budget, (start, plan.clone()));
+    let out = improve(&inst, &topo, &highs(), &budget, (start, plan.clone()));
     assert_valid(&inst, &out.plan, "after the search");
     assert!(out.solved >= 1, "the neighbourhood of r1 was not solved");
     assert!(out.objective + 1e-9 >= start);
+}
+
+/// A solver that ignores its time limit (as HiGHS's presolve may, for a while): it answers
+/// the start after the given time.
+struct IgnoresItsLimit(Duration);
+
+impl MipBackend for IgnoresItsLimit {
+    fn solve(
+        &self,
+        _: gangplan::model::MipModel,
+        start: &[f64],
+        _: &gangplan::solve::BackendSettings,
+    ) -> gangplan::Result<gangplan::solve::BackendResult> {
+        std::thread::sleep(self.0);
+        Ok(gangplan::solve::BackendResult {
+            columns: start.to_vec(),
+            status: gangplan::solve::BackendStatus::Optimal,
+            dual_bound: None,
+        })
+    }
+}
+
+/// A re-solve still running at the search's end is not waited for: the search returns by its
+/// deadline with the plan it had, and says time cut it short.
+#[test]
+fn the_search_does_not_wait_for_a_re_solve_past_its_deadline() {
+    let (inst, topo, plan) = round(Family::Default, 1);
+    let start = evaluate(&inst, &topo, &plan).total();
+    let started = Instant::now();
+    let budget = Budget::new(&inst, started + Duration::from_millis(600));
+    let slow: Arc<dyn MipBackend> = Arc::new(IgnoresItsLimit(Duration::from_secs(5)));
+    let out = improve(&inst, &topo, &slow, &budget, (start, plan.clone()));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "the search waited {took:?} for a solver that runs 5 s"
+    );
+    assert!(out.cut_short, "time cut the search short");
+    assert_eq!(out.solved, 0);
+    assert_eq!(out.plan, plan);
 }

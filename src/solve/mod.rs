@@ -238,7 +238,7 @@ pub fn solve_with(
         (Mode::PerNode, _) => solve_per_node(inst, topo, opts, backend, &budget, &greedy),
         (Mode::Both, early) => solve_both(early, inst, topo, opts, backend, &budget, &greedy),
         (_, Some(Ok(running))) => {
-            aggregated::finish(running, inst, topo, &budget, &greedy, backend.as_ref())
+            aggregated::finish(running, inst, topo, &budget, &greedy, &backend)
         }
         (_, Some(Err(e))) => Err(Fallback::ThreadNotStarted(e.to_string())),
         (_, None) => Err(Fallback::NoTimeToStart),
@@ -264,9 +264,7 @@ fn solve_both(
     greedy: &GreedyPlan,
 ) -> Result<SolverPlan, Fallback> {
     let agg = match early {
-        Some(Ok(running)) => {
-            aggregated::finish(running, inst, topo, budget, greedy, backend.as_ref())
-        }
+        Some(Ok(running)) => aggregated::finish(running, inst, topo, budget, greedy, &backend),
         Some(Err(e)) => Err(Fallback::ThreadNotStarted(e.to_string())),
         None => Err(Fallback::NoTimeToStart),
     };

@@ -60,7 +60,7 @@ pub fn finish(
     topo: &Arc<Topology>,
     budget: &Budget,
     greedy: &GreedyPlan,
-    backend: &dyn MipBackend,
+    backend: &Arc<dyn MipBackend>,
 ) -> Result<SolverPlan, Fallback> {
     let waited = Instant::now();
     let wait = || {
