@@ -28,6 +28,7 @@ pub fn render_plan_until(
     mut solver: SolverInfo,
     reasons_until: Option<Instant>,
 ) -> Plan {
+    let started = Instant::now();
     let before = ClusterState::new(inst);
     let placements = placements(inst, a);
     let takers = gpu_takers(a);
@@ -40,6 +41,12 @@ pub fn render_plan_until(
     let waiting: Vec<usize> = (0..inst.pending.len())
         .filter(|j| !a.placed.contains_key(j))
         .collect();
+    if reasons_until.is_some() {
+        tracing::debug!(
+            seconds = started.elapsed().as_secs_f64(),
+            "plan rendered up to the reasons"
+        );
+    }
     let reasons = reasons_by_shape(inst, &after, &waiting, reasons_until);
     let shown = waiting_reservations(inst, a);
     let pending = pending_entries(inst, waiting, &reasons, &shown);
