@@ -256,3 +256,31 @@ fn the_search_does_not_wait_for_a_re_solve_past_its_deadline() {
     assert_eq!(out.solved, 0);
     assert_eq!(out.plan, plan);
 }
+
+/// A solver that panics.
+struct Panics;
+
+impl MipBackend for Panics {
+    fn solve(
+        &self,
+        _: gangplan::model::MipModel,
+        _: &[f64],
+        _: &gangplan::solve::BackendSettings,
+    ) -> gangplan::Result<gangplan::solve::BackendResult> {
+        panic!("injected panic inside a neighbourhood re-solve")
+    }
+}
+
+/// A re-solve whose solver panics leaves its neighbourhood as it was; the search goes on and
+/// returns the plan it started from.
+#[test]
+fn a_panicking_re_solve_leaves_the_plan_as_it_was() {
+    let (inst, topo, plan) = round(Family::Default, 1);
+    let start = evaluate(&inst, &topo, &plan).total();
+    let budget = Budget::new(&inst, Instant::now() + Duration::from_secs(5));
+    let panics: Arc<dyn MipBackend> = Arc::new(Panics);
+    let out = improve(&inst, &topo, &panics, &budget, (start, plan.clone()));
+    assert_eq!(out.solved, 0);
+    assert_eq!(out.plan, plan);
+    assert!((out.objective - start).abs() < 1e-9);
+}

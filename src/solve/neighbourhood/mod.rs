@@ -189,10 +189,16 @@ fn solve_cut_by(
     match rx.recv_timeout(wait) {
         Ok(Some(answer)) => answer,
         Ok(None) => CutAnswer::Unsolved,
-        Err(_) => {
+        Err(mpsc::RecvTimeoutError::Timeout) => {
             tracing::debug!(
                 waited_s = wait.as_secs_f64(),
                 "a neighbourhood re-solve gave no answer by the search's end; left running"
+            );
+            CutAnswer::Unsolved
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            tracing::warn!(
+                "a neighbourhood re-solve stopped without an answer (its thread panicked)"
             );
             CutAnswer::Unsolved
         }
