@@ -2,6 +2,9 @@
 //! plans like the round (up to a constant), putting a cut's plan back gives a plan of the round,
 //! and the search returns valid plans never worse than where it started.
 
+mod faulty_solvers;
+
+use faulty_solvers::{Overruns, Panics};
 use gangplan::assignment::Assignment;
 use gangplan::gen::{generate, Family, GenParams};
 use gangplan::hardware::ModelLibrary;
@@ -217,26 +220,6 @@ pending:
     assert!(out.objective + 1e-9 >= start);
 }
 
-/// A solver that ignores its time limit (as HiGHS's presolve may, for a while): it answers
-/// the start after the given time.
-struct IgnoresItsLimit(Duration);
-
-impl MipBackend for IgnoresItsLimit {
-    fn solve(
-        &self,
-        _: gangplan::model::MipModel,
-        start: &[f64],
-        _: &gangplan::solve::BackendSettings,
-    ) -> gangplan::Result<gangplan::solve::BackendResult> {
-        std::thread::sleep(self.0);
-        Ok(gangplan::solve::BackendResult {
-            columns: start.to_vec(),
-            status: gangplan::solve::BackendStatus::Optimal,
-            dual_bound: None,
-        })
-    }
-}
-
 /// A re-solve still running at the search's end is not waited for: the search returns by its
 /// deadline with the plan it had, and says time cut it short.
 #[test]
@@ -245,7 +228,7 @@ fn the_search_does_not_wait_for_a_re_solve_past_its_deadline() {
     let start = evaluate(&inst, &topo, &plan).total();
     let started = Instant::now();
     let budget = Budget::new(&inst, started + Duration::from_millis(600));
-    let slow: Arc<dyn MipBackend> = Arc::new(IgnoresItsLimit(Duration::from_secs(5)));
+    let slow: Arc<dyn MipBackend> = Arc::new(Overruns(Duration::from_secs(5)));
     let out = improve(&inst, &topo, &slow, &budget, (start, plan.clone()));
     let took = started.elapsed();
     assert!(
@@ -255,20 +238,6 @@ fn the_search_does_not_wait_for_a_re_solve_past_its_deadline() {
     assert!(out.cut_short, "time cut the search short");
     assert_eq!(out.solved, 0);
     assert_eq!(out.plan, plan);
-}
-
-/// A solver that panics.
-struct Panics;
-
-impl MipBackend for Panics {
-    fn solve(
-        &self,
-        _: gangplan::model::MipModel,
-        _: &[f64],
-        _: &gangplan::solve::BackendSettings,
-    ) -> gangplan::Result<gangplan::solve::BackendResult> {
-        panic!("injected panic inside a neighbourhood re-solve")
-    }
 }
 
 /// A re-solve whose solver panics leaves its neighbourhood as it was; the search goes on and

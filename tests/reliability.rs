@@ -28,8 +28,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod binary;
+mod faulty_solvers;
 
 use binary::{run, text};
+use faulty_solvers::{Overruns, Panics};
 
 fn gen_file(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
     let path = dir.join(name);
@@ -259,35 +261,6 @@ impl MipBackend for Fails {
         Err(Error::Solver(
             "injected failure: license server unreachable".into(),
         ))
-    }
-}
-
-struct Overruns(Duration);
-impl MipBackend for Overruns {
-    fn solve(
-        &self,
-        _: MipModel,
-        start: &[f64],
-        _: &BackendSettings,
-    ) -> gangplan::Result<BackendResult> {
-        std::thread::sleep(self.0);
-        Ok(BackendResult {
-            columns: start.to_vec(),
-            status: BackendStatus::Optimal,
-            dual_bound: None,
-        })
-    }
-}
-
-struct Panics;
-impl MipBackend for Panics {
-    fn solve(
-        &self,
-        _: MipModel,
-        _: &[f64],
-        _: &BackendSettings,
-    ) -> gangplan::Result<BackendResult> {
-        panic!("injected panic inside the solver")
     }
 }
 

@@ -13,8 +13,9 @@
 //! filling in one of two orders: by value per GPU, or by value per share of n's room that the
 //! job takes of its scarcest resource (GPUs, CPU or memory), so that light jobs pack what a
 //! heavy one would strand; each with the values counting the fairness a job's GPUs buy first,
-//! where that ranks otherwise ([`super::move_score::Ranking`]), then without. A trade stays when the objective rises, the change counted exactly
-//! on what it touched ([`super::move_score`]); one that does not is undone exactly (it runs in
+//! where that ranks otherwise ([`super::move_score::Ranking`]), then without. A trade stays
+//! when the objective rises, the change counted exactly on what it touched
+//! ([`super::move_score`]); one that does not is undone exactly (it runs in
 //! a [`crate::round_state::Transaction`]). Each node is traded on until no trade pays (at
 //! most [`TRADES_PER_NODE`] times), node by node, in up to [`SWEEPS`] sweeps while the last
 //! one kept a trade. Victims whose GPUs no job takes in the end are released at the close
