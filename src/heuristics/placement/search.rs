@@ -54,7 +54,7 @@ pub fn find_placement_on(
         return None;
     }
     let search = GangSearch::new(state, topo, job, &mask, nodes);
-    if search.fitting < job.gpus {
+    if search.fitting < job.gpus || !search.within_node_limit {
         return None;
     }
     let counts = search
@@ -95,8 +95,13 @@ struct GangSearch<'s, 'a> {
     /// GPUs the job could take over the whole cluster with the CPU and memory each node has
     /// left: fewer than the gang asks, and no domain holds it.
     fitting: u32,
+    /// Whether the nodes the gang may span could hold it anywhere: with `gpus_per_node`,
+    /// enough nodes with room for that many; with fewer nodes allowed than it has GPUs, the
+    /// largest pieces that many nodes offer. False, and no domain holds it (every domain's
+    /// offers are some of these).
+    within_node_limit: bool,
     /// What each node offers the gang (free GPUs 0 where it offers none).
-    offer: Vec<Offer>,
+    offer: OfferBoard,
 }
 
 impl<'s, 'a> GangSearch<'s, 'a> {
@@ -108,11 +113,21 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         nodes: Nodes,
     ) -> Self {
         let inst = state.inst;
-        let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
+        let units_are_nodes = topo.units == inst.nodes.len();
+        // Where every unit is one node, the unit level holds nothing a single node did not:
+        // its per-domain counts are left empty and the level is not searched.
+        let counted = |l: usize| {
+            if l == Level::Unit as usize && units_are_nodes {
+                0
+            } else {
+                topo.domains[l].len()
+            }
+        };
+        let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; counted(l)]);
         let mut fit_reach = reach.clone();
-        let mut widest: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; topo.domains[l].len()]);
+        let mut widest = reach.clone();
         let mut fitting = 0u32;
-        let mut offer = vec![Offer::default(); inst.nodes.len()];
+        let mut offer = OfferBoard::take(inst.nodes.len());
         let with_whole_gpus: Box<dyn Iterator<Item = NodeIx>> = match nodes {
             Nodes::All => Box::new(state.nodes_with_whole_gpus(mask)),
             Nodes::Only(list) => Box::new(
@@ -121,14 +136,15 @@ impl<'s, 'a> GangSearch<'s, 'a> {
                     .filter(|&n| state.has_whole_gpus(n, mask)),
             ),
         };
+        let first_level = usize::from(units_are_nodes);
         for n in with_whole_gpus {
             let (a, fit) = state.whole_gpus_for(n, job);
             if a > 0 {
-                offer[n] = Offer { n, free: a, fit };
+                offer.set(Offer { n, free: a, fit });
                 fitting = fitting.saturating_add(fit);
                 let w = job.gpus_per_node.map_or(fit, |k| fit.min(k));
                 let at = [topo.unit_of[n], topo.rack_of[n], topo.pod_of[n], 0];
-                for l in 0..4 {
+                for l in first_level..4 {
                     reach[l][at[l]] += a;
                     fit_reach[l][at[l]] += fit;
                     widest[l][at[l]] = widest[l][at[l]].max(w);
@@ -136,6 +152,7 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             }
         }
         let fewest_nodes = job.gpus.div_ceil(widest[Level::Cluster as usize][0].max(1));
+        let within_node_limit = holdable_on_limit(job, offer.offered().map(|o| o.fit));
         GangSearch {
             state,
             topo,
@@ -145,20 +162,27 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             fit_reach,
             widest,
             fewest_nodes,
-            units_are_nodes: topo.units == inst.nodes.len(),
+            units_are_nodes,
             min_units: topo.min_units(inst, job),
             fitting,
+            within_node_limit,
             offer,
         }
     }
 
     /// The domain levels to try, tightest first, as far as `within` allows.
+    /// The unit level is left out where every unit is one node (single nodes were tried
+    /// before the search).
     fn levels(&self) -> &'static [Level] {
-        match self.job.within {
+        let all: &'static [Level] = match self.job.within {
             Some(Locality::Node) => &[],
             Some(Locality::Rack) => &[Level::Unit, Level::Rack],
             Some(Locality::Pod) => &[Level::Unit, Level::Rack, Level::Pod],
             None => &[Level::Unit, Level::Rack, Level::Pod, Level::Cluster],
+        };
+        match all {
+            [Level::Unit, rest @ ..] if self.units_are_nodes => rest,
+            _ => all,
         }
     }
 
@@ -193,12 +217,14 @@ impl<'s, 'a> GangSearch<'s, 'a> {
                 continue;
             }
             offers.clear();
-            offers.extend(
-                members
-                    .iter()
-                    .map(|&n| self.offer[n])
-                    .filter(|o| o.fit > 0 && self.mask[self.topo.node_type[o.n]]),
-            );
+            let offered = |o: &Offer| o.fit > 0 && self.mask[self.topo.node_type[o.n]];
+            if level == Level::Cluster {
+                // Every node is a member: the nodes that offer something, in any order (the
+                // packing orders them by its own keys).
+                offers.extend(self.offer.offered().filter(offered));
+            } else {
+                offers.extend(members.iter().map(|&n| self.offer.of(n)).filter(offered));
+            }
             let narrowed = self.narrowed_offers(level, &offers);
             for offers in std::iter::once(&offers[..]).chain(narrowed.as_deref()) {
                 if let Some((counts, leftover)) = pack(self.state, self.job, reach[d], offers) {
@@ -222,10 +248,13 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             return None;
         }
         let mut narrowed = offers.to_vec();
+        let domains = &self.topo.domains;
         if level == Level::Cluster {
-            narrowed = fewest_groups(&narrowed, &self.topo.pod_of, self.job.gpus);
+            let pods = domains[Level::Pod as usize].len();
+            narrowed = fewest_groups(&narrowed, &self.topo.pod_of, pods, self.job.gpus);
         }
-        narrowed = fewest_groups(&narrowed, &self.topo.rack_of, self.job.gpus);
+        let racks = domains[Level::Rack as usize].len();
+        narrowed = fewest_groups(&narrowed, &self.topo.rack_of, racks, self.job.gpus);
         (narrowed.len() < offers.len()).then_some(narrowed)
     }
 
@@ -281,6 +310,29 @@ impl<'s, 'a> GangSearch<'s, 'a> {
     }
 }
 
+/// Whether nodes offering `fits` (GPUs each, with the CPU and memory they have left) could
+/// hold the gang within its node limit: the placements [`pack`] finds never do better. With
+/// `gpus_per_node` k, gpus / k nodes offering k (within the limit); otherwise, where the limit
+/// is below the gang's GPUs, the largest pieces of that many nodes.
+fn holdable_on_limit(job: &PendingJob, fits: impl Iterator<Item = u32>) -> bool {
+    let limit = job.node_limit();
+    if let Some(per) = job.gpus_per_node {
+        let need = job.gpus / per.max(1);
+        return need <= limit && fits.filter(|&f| f >= per).count() >= need as usize;
+    }
+    if limit >= job.gpus {
+        return true;
+    }
+    let mut largest: std::collections::BinaryHeap<std::cmp::Reverse<u32>> = Default::default();
+    for f in fits {
+        largest.push(std::cmp::Reverse(f));
+        if largest.len() > limit as usize {
+            largest.pop();
+        }
+    }
+    largest.iter().map(|r| r.0).sum::<u32>() >= job.gpus
+}
+
 /// Split a gang over a domain's `offers` (its nodes that offer the job GPUs it has CPU and
 /// memory for) on few nodes (most free GPUs first, best fit for the last piece),
 /// honouring `gpus_per_node` and `max_nodes`. `free` is the GPUs free to the job in the
@@ -306,26 +358,31 @@ fn pack(
 /// The offers of the fewest groups (`group_of`: each node's rack or pod) whose offers hold
 /// `gpus`, the groups that offer most first (lowest index on ties); all offers where no such
 /// groups exist.
-fn fewest_groups(offers: &[Offer], group_of: &[usize], gpus: u32) -> Vec<Offer> {
-    let mut held: std::collections::BTreeMap<usize, u32> = Default::default();
+fn fewest_groups(offers: &[Offer], group_of: &[usize], groups: usize, gpus: u32) -> Vec<Offer> {
+    let mut held = vec![0u32; groups];
     for o in offers {
-        *held.entry(group_of[o.n]).or_default() += o.fit;
+        held[group_of[o.n]] += o.fit;
     }
-    let mut groups: Vec<(usize, u32)> = held.into_iter().collect();
-    groups.sort_by_key(|&(g, fit)| (std::cmp::Reverse(fit), g));
-    let mut chosen = std::collections::BTreeSet::new();
+    let mut by_held: Vec<(usize, u32)> = held
+        .iter()
+        .enumerate()
+        .filter(|&(_, &fit)| fit > 0)
+        .map(|(g, &fit)| (g, fit))
+        .collect();
+    by_held.sort_unstable_by_key(|&(g, fit)| (std::cmp::Reverse(fit), g));
+    let mut chosen = vec![false; groups];
     let mut total = 0u32;
-    for (g, fit) in groups {
+    for (g, fit) in by_held {
         if total >= gpus {
             break;
         }
-        chosen.insert(g);
+        chosen[g] = true;
         total += fit;
     }
     offers
         .iter()
         .copied()
-        .filter(|o| chosen.contains(&group_of[o.n]))
+        .filter(|o| chosen[group_of[o.n]])
         .collect()
 }
 
@@ -336,6 +393,60 @@ struct Offer {
     n: NodeIx,
     free: u32,
     fit: u32,
+}
+
+/// What every node offers one gang search, indexed by node: a per-thread board reused from
+/// search to search, so that a search allocates nothing per node of the cluster (a round of
+/// 12,500 nodes runs thousands of searches). Nodes not set offer nothing ([`Offer::default`]);
+/// the board is cleared of what was set when the search drops it.
+struct OfferBoard {
+    by_node: Vec<Offer>,
+    set: Vec<NodeIx>,
+}
+
+thread_local! {
+    static SPARE_BOARD: std::cell::RefCell<Vec<Offer>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl OfferBoard {
+    /// A board of `nodes` nodes offering nothing (the thread's spare one where it is free).
+    fn take(nodes: usize) -> Self {
+        let mut by_node = SPARE_BOARD.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        by_node.resize(nodes, Offer::default());
+        OfferBoard {
+            by_node,
+            set: Vec::new(),
+        }
+    }
+
+    fn set(&mut self, o: Offer) {
+        self.by_node[o.n] = o;
+        self.set.push(o.n);
+    }
+
+    fn of(&self, n: NodeIx) -> Offer {
+        self.by_node[n]
+    }
+
+    /// The offers set, in the order they were set.
+    fn offered(&self) -> impl Iterator<Item = Offer> + '_ {
+        self.set.iter().map(|&n| self.by_node[n])
+    }
+}
+
+impl Drop for OfferBoard {
+    fn drop(&mut self) {
+        for &n in &self.set {
+            self.by_node[n] = Offer::default();
+        }
+        let board = std::mem::take(&mut self.by_node);
+        SPARE_BOARD.with(|b| {
+            let mut spare = b.borrow_mut();
+            if spare.len() < board.len() {
+                *spare = board;
+            }
+        });
+    }
 }
 
 /// `gpus / per` nodes with `per` GPUs each: in use before empty, best fit, lowest index.
@@ -352,38 +463,136 @@ fn pack_even(state: &RoundState, job: &PendingJob, offers: &[Offer], per: u32) -
 /// Few nodes: the nodes with the most free GPUs first, each taking what its CPU and memory
 /// leave room for, the last piece on the node with the fewest free GPUs (lowest index on ties)
 /// that has them and the CPU and memory for them.
-fn pack_fewest(job: &PendingJob, mut offers: Vec<Offer>) -> Option<Counts> {
+fn pack_fewest(job: &PendingJob, offers: Vec<Offer>) -> Option<Counts> {
     let limit = job.node_limit();
-    // Fewest free first: the last piece's best fit is the first unused offer with room.
-    offers.sort_unstable_by_key(|o| (o.free, o.n));
     let most_fit = offers.iter().map(|o| o.fit).max().unwrap_or(0);
     // Most free GPUs first, even where CPU or memory let the job take fewer of them: taking
     // the largest pieces the CPU and memory allow instead (fewer nodes per gang) placed 0.2-0.4%
     // less objective on the tight-cpu and mixed 10k rounds of `gangplan bench` (it leaves
-    // GPUs short of CPU behind, unused, and takes the whole ones later jobs need).
-    let mut by_size: Vec<usize> = (0..offers.len()).collect();
-    by_size.sort_unstable_by_key(|&i| (std::cmp::Reverse(offers[i].free), offers[i].n));
+    // GPUs short of CPU behind, unused, and takes the whole ones later jobs need). A heap
+    // rather than a sort: a gang takes a few of the thousands of nodes a cluster offers.
+    let mut by_size: std::collections::BinaryHeap<(u32, std::cmp::Reverse<NodeIx>, usize)> = offers
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.free, std::cmp::Reverse(o.n), i))
+        .collect();
     let mut used = vec![false; offers.len()];
     let mut counts = Vec::new();
     let mut left = job.gpus;
-    let mut next = by_size.into_iter();
     while left > 0 {
         if counts.len() as u32 >= limit {
             return None;
         }
         if left <= most_fit {
-            let from = offers.partition_point(|o| o.free < left);
-            let last = (from..offers.len()).find(|&i| !used[i] && offers[i].fit >= left);
+            // The last piece: best fit, the fewest free GPUs (lowest index on ties) among the
+            // unused offers with room for it.
+            let last = (0..offers.len())
+                .filter(|&i| !used[i] && offers[i].fit >= left)
+                .min_by_key(|&i| (offers[i].free, offers[i].n));
             if let Some(i) = last {
                 counts.push((offers[i].n, left));
                 break;
             }
         }
-        let i = next.next()?;
+        let (_, _, i) = by_size.pop()?;
         let take = offers[i].fit.min(left);
         counts.push((offers[i].n, take));
         used[i] = true;
         left -= take;
     }
     Some(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hardware::ModelLibrary;
+    use crate::instance::parse_instance;
+    use rand::{Rng, SeedableRng};
+
+    /// [`pack_fewest`] as a sort of the whole offer list defines it: most free GPUs first
+    /// (lowest index on ties), the last piece on the unused offer with room for it that has
+    /// the fewest free GPUs (lowest index on ties).
+    fn pack_fewest_by_sorting(job: &PendingJob, mut offers: Vec<Offer>) -> Option<Counts> {
+        let limit = job.node_limit();
+        offers.sort_unstable_by_key(|o| (o.free, o.n));
+        let most_fit = offers.iter().map(|o| o.fit).max().unwrap_or(0);
+        let mut by_size: Vec<usize> = (0..offers.len()).collect();
+        by_size.sort_unstable_by_key(|&i| (std::cmp::Reverse(offers[i].free), offers[i].n));
+        let mut used = vec![false; offers.len()];
+        let (mut counts, mut left, mut next) = (Vec::new(), job.gpus, by_size.into_iter());
+        while left > 0 {
+            if counts.len() as u32 >= limit {
+                return None;
+            }
+            if left <= most_fit {
+                let from = offers.partition_point(|o| o.free < left);
+                let last = (from..offers.len()).find(|&i| !used[i] && offers[i].fit >= left);
+                if let Some(i) = last {
+                    counts.push((offers[i].n, left));
+                    break;
+                }
+            }
+            let i = next.next()?;
+            let take = offers[i].fit.min(left);
+            counts.push((offers[i].n, take));
+            used[i] = true;
+            left -= take;
+        }
+        Some(counts)
+    }
+
+    fn job(gpus: u32, max_nodes: Option<u32>, gpus_per_node: Option<u32>) -> PendingJob {
+        let yaml = "nodes: [{name: n, gpus: 8}]\npending: [{id: j, gpus: 1}]\n";
+        let inst = parse_instance(yaml, "job", &ModelLibrary::builtin()).unwrap();
+        PendingJob {
+            gpus,
+            max_nodes,
+            gpus_per_node,
+            ..inst.pending[0].clone()
+        }
+    }
+
+    #[test]
+    fn the_heap_packing_matches_the_sorted_one() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..2000 {
+            let nodes = rng.gen_range(1..40);
+            let offers: Vec<Offer> = (0..nodes)
+                .map(|n| {
+                    let free = rng.gen_range(1..9);
+                    Offer {
+                        n: n * 3,
+                        free,
+                        fit: rng.gen_range(1..=free),
+                    }
+                })
+                .collect();
+            let gpus = rng.gen_range(2..48);
+            let max_nodes = rng.gen_bool(0.5).then(|| rng.gen_range(1..12));
+            let j = job(gpus, max_nodes, None);
+            assert_eq!(
+                pack_fewest(&j, offers.clone()),
+                pack_fewest_by_sorting(&j, offers),
+                "{gpus} GPUs, max_nodes {max_nodes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_gang_beyond_its_node_limit_is_not_holdable() {
+        // 16 GPUs on at most 3 nodes: pieces 8 + 5 + 3 hold it, 8 + 4 + 3 do not.
+        let capped = job(16, Some(3), None);
+        assert!(holdable_on_limit(&capped, [8, 5, 3, 2].into_iter()));
+        assert!(!holdable_on_limit(&capped, [8, 4, 3, 3, 3].into_iter()));
+        // 64 GPUs as 8 per node: eight nodes with room for 8, not seven.
+        let shaped = job(64, None, Some(8));
+        assert!(holdable_on_limit(&shaped, [8; 8].into_iter()));
+        assert!(!holdable_on_limit(
+            &shaped,
+            [8, 8, 8, 8, 8, 8, 8, 7, 6].into_iter()
+        ));
+        // Without a limit below its GPUs, any offers that add up may hold it.
+        assert!(holdable_on_limit(&job(16, None, None), [1; 16].into_iter()));
+    }
 }
