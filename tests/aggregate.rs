@@ -305,6 +305,32 @@ fn relaxation_counts_no_part_of_a_slot() {
     );
 }
 
+/// Ten sharers of 300 milli on three free GPUs: nine fit, three to a GPU. The GPU rows count
+/// each as 0.3 of a GPU, room for all ten; the rows of the dual-feasible function u_3 count
+/// each as a third, so the relaxation starts at most nine.
+#[test]
+fn relaxation_packs_sharers_three_to_a_gpu() {
+    let lib = ModelLibrary::builtin();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/golden/sharer-bins.yaml");
+    let inst = Arc::new(gangplan::instance::load_instance_file(&path, &lib).unwrap());
+    let topo = Arc::new(Topology::new(&inst));
+    let mut relaxed = gangplan::model::aggregate::build(&inst, &topo, false);
+    let model = std::mem::replace(&mut relaxed.model, gangplan::model::MipModel::empty());
+    let answer = Highs
+        .solve(model, &[], &backend_settings(30.0, 1e-6))
+        .unwrap();
+    let started: f64 = relaxed
+        .classes
+        .iter()
+        .map(|(_, n_c)| answer.columns[relaxed.columns[n_c]])
+        .sum();
+    assert!(
+        (started - 9.0).abs() < 1e-6,
+        "the relaxation starts {started} sharers"
+    );
+}
+
 /// CPU left on one node, memory on another, both on a third for one job: counted apart they
 /// would credit two jobs that need both with their GPU; the rows of CPU and memory together
 /// count per node, so the bound proves the plan that starts one of them optimal.

@@ -22,6 +22,10 @@
 //!   sum_{c: prio_c <= pi} eq_c x_ct <= free_t + shared_t + sum_{k on t: prio_k < pi} g_kt p_k
 //!   (shared_t: what the waiting sharers' shares can fill of the room on shared GPUs; a
 //!   victim sharer's g_kt is its share: see [`supply`])
+//! sharers per GPU, for the dual-feasible functions u_k (k = 1..8, [`sharer_bins`]):
+//!   sum_c u_k(eq_c) x_ct <= free GPUs_t + sum_{shared s of t} best_k(room_s)
+//!                           + sum_{k' on t} max(g_k't, 1) p_k'
+//!   (u_k(x) >= x, and the u_k of the shares one GPU holds add up to at most 1)
 //! one-node and fixed-shape gangs, for every size level L = 2, 4, 8, ... (S_t,L(p): the slots
 //! of L GPUs the free GPUs and the preempted victims leave on nodes of type t, see
 //! `slots_at_level`):
@@ -54,7 +58,7 @@
 //!
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
-//! priority), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
+//! priority), [`sharer_bins`] (sharers per GPU), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
 //! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`],
 //! [`rack_blocks`] (whole nodes per rack), [`unit_blocks`] (free GPUs per NVLink unit),
 //! [`spread`],
@@ -70,6 +74,7 @@ pub mod packing;
 pub mod rack_blocks;
 pub mod resource_sums;
 pub mod resources;
+pub mod sharer_bins;
 pub mod slots;
 pub mod spread;
 pub mod supply;
@@ -144,6 +149,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         spread::SpreadFloor::new(inst, topo, &supply.offers, rules.levels(), rules.victims());
     let demand = classes::build(inst, topo, integer, &rules, &mut spread_floor, &mut m);
     capacity::add(&supply, &demand, &mut m);
+    sharer_bins::add(inst, &supply, &demand, &mut m);
     victim_spread::add(&supply.victims, &demand.victim_users, &mut m);
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);

@@ -45,6 +45,11 @@ pub struct Supply {
     pub preempt: Vec<Option<Variable>>,
     /// Free GPUs per type, room on shared GPUs counted in GPU units.
     pub free: Vec<f64>,
+    /// Free whole GPUs per type.
+    pub free_whole: Vec<f64>,
+    /// Room (milli) of each shared GPU per type, with candidate victims among its sharers
+    /// or not.
+    pub shared_rooms: Vec<Vec<u32>>,
     /// (priority, GPUs, p_k) of the victims on each type.
     pub victims: Vec<Vec<(i64, f64, Variable)>>,
     /// Each type's nodes, as offers.
@@ -154,6 +159,8 @@ pub fn build(
     let mut supply = Supply {
         preempt,
         free: vec![0.0f64; ntypes],
+        free_whole: vec![0.0f64; ntypes],
+        shared_rooms: vec![Vec::new(); ntypes],
         victims: vec![Vec::new(); ntypes],
         node_offers: (0..ntypes).map(|_| Vec::new()).collect(),
         offers: vec![Vec::new(); inst.nodes.len()],
@@ -176,6 +183,7 @@ fn shared_gpu(
     supply: &mut Supply,
 ) {
     let room = MILLI_PER_GPU - milli.min(MILLI_PER_GPU);
+    supply.shared_rooms[t].push(room);
     let victims: Vec<(usize, Variable)> = jobs
         .iter()
         .filter_map(|&k| supply.preempt[k].map(|p| (k, p)))
@@ -228,6 +236,7 @@ fn node(
         match u {
             GpuUse::Free => {
                 supply.free[t] += 1.0;
+                supply.free_whole[t] += 1.0;
                 pot += 1;
             }
             GpuUse::Shared { jobs, milli } => {
