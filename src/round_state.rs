@@ -57,6 +57,10 @@ pub struct RoundState<'a> {
     /// Per type id: nodes with a free whole GPU, whatever CPU and memory they have left (the
     /// multi-node gang search's scan, [`RoundState::nodes_with_whole_gpus`]).
     with_free: Vec<std::collections::BTreeSet<NodeIx>>,
+    /// Per rack and type id: free whole GPUs ([`RoundState::free_in_rack`]), and per node the
+    /// free count filed there.
+    free_by_rack: Vec<Vec<u32>>,
+    free_filed: Vec<u32>,
     index_key: Vec<(bool, u32)>,
     /// The least CPU and memory per GPU any pending job holding GPUs asks (0: none asks any):
     /// a node left with less than that per free GPU strands those GPUs.
@@ -123,6 +127,11 @@ impl<'a> RoundState<'a> {
             least_sharer_milli: least_sharer_milli(inst),
             by_free: vec![std::collections::BTreeSet::new(); types.len()],
             with_free: vec![std::collections::BTreeSet::new(); types.len()],
+            free_by_rack: vec![
+                vec![0; types.len()];
+                inst.nodes.iter().map(|n| n.rack + 1).max().unwrap_or(0)
+            ],
+            free_filed: vec![0; inst.nodes.len()],
             node_type,
             freed_nodes: Default::default(),
             index_key: vec![(false, 0); inst.nodes.len()],
@@ -158,9 +167,68 @@ impl<'a> RoundState<'a> {
             if state.free[n] > 0 {
                 state.with_free[state.node_type[n]].insert(n);
             }
+            state.file_free_in_rack(n);
             state.refile_shared(n);
         }
         state
+    }
+
+    /// File node n's free count in its rack's: the difference from what was filed before.
+    fn file_free_in_rack(&mut self, n: NodeIx) {
+        let (rack, t) = (self.inst.nodes[n].rack, self.node_type[n]);
+        let sum = &mut self.free_by_rack[rack][t];
+        *sum = *sum - self.free_filed[n] + self.free[n];
+        self.free_filed[n] = self.free[n];
+    }
+
+    /// The most whole GPUs a job of priority `prio` may take on one node of a type in `mask`
+    /// (a node whose CPU or memory is below what any waiting job asks per GPU counts none:
+    /// no job fits a GPU there), from the per-type index in O(types x log nodes) plus the
+    /// nodes holding freed GPUs.
+    pub fn most_free_on_a_node(&self, mask: &[bool], prio: i64) -> u32 {
+        let accepted = |t: usize| mask.get(t).copied().unwrap_or(false);
+        let indexed = self
+            .by_free
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| accepted(t))
+            .flat_map(|(_, set)| {
+                let in_use = set.range(..(true, 0, 0)).next_back();
+                let empty = set.range((true, 0, 0)..).next_back();
+                [in_use, empty].into_iter().flatten().map(|k| k.1)
+            });
+        let freed = self
+            .freed_nodes
+            .iter()
+            .filter(|&&n| accepted(self.node_type[n]))
+            .map(|&n| self.avail_count(n, prio));
+        indexed.chain(freed).max().unwrap_or(0)
+    }
+
+    /// Whole GPUs a job of priority `prio` may take in each rack, of the types in `mask`:
+    /// each rack's free GPUs and those its nodes' preempted victims of lower priority left
+    /// (the sum of [`RoundState::avail_count`] over its nodes), in O(racks x types) plus the
+    /// nodes holding freed GPUs.
+    pub fn free_by_racks(&self, mask: &[bool], prio: i64) -> Vec<u32> {
+        let accepted = |t: usize| mask.get(t).copied().unwrap_or(false);
+        let mut reach: Vec<u32> = self
+            .free_by_rack
+            .iter()
+            .map(|by_type| {
+                by_type
+                    .iter()
+                    .enumerate()
+                    .filter(|&(t, _)| accepted(t))
+                    .map(|(_, &f)| f)
+                    .sum()
+            })
+            .collect();
+        for &n in self.freed_nodes.iter() {
+            if accepted(self.node_type[n]) {
+                reach[self.inst.nodes[n].rack] += self.avail_count(n, prio) - self.free[n];
+            }
+        }
+        reach
     }
 
     /// Free GPUs node n would strand after `on_node` more GPUs and their share of `job`'s CPU
@@ -259,6 +327,7 @@ impl<'a> RoundState<'a> {
         } else {
             self.freed_nodes.insert(n);
         }
+        self.file_free_in_rack(n);
         self.refile_shared(n);
     }
 

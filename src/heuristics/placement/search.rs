@@ -53,14 +53,23 @@ pub fn find_placement_on(
     if job.node_limit() < 2 {
         return None;
     }
-    let search = GangSearch::new(state, topo, job, &mask, nodes);
+    // Where every unit is one node, racks are the first level a gang is searched at, and a
+    // rack that holds it ends the search: racks first, each one's nodes looked at only when
+    // the search reaches it.
+    let racks_first = matches!(nodes, Nodes::All)
+        && topo.units == inst.nodes.len()
+        && job.within != Some(Locality::Node);
+    if racks_first {
+        if let Some(counts) = GangSearch::racks_only(state, topo, job, &mask).best_at(Level::Rack) {
+            return state.pick_indices(j, &counts);
+        }
+    }
+    let mut search = GangSearch::new(state, topo, job, &mask, nodes);
     if search.fitting < job.gpus || !search.within_node_limit {
         return None;
     }
-    let counts = search
-        .levels()
-        .iter()
-        .find_map(|&level| search.best_at(level))?;
+    let levels = search.levels();
+    let counts = levels.iter().find_map(|&level| search.best_at(level))?;
     state.pick_indices(j, &counts)
 }
 
@@ -102,6 +111,9 @@ struct GangSearch<'s, 'a> {
     within_node_limit: bool,
     /// What each node offers the gang (free GPUs 0 where it offers none).
     offer: OfferBoard,
+    /// A search of racks alone ([`GangSearch::racks_only`]): which racks' nodes were looked
+    /// at so far; `None` where every node was looked at.
+    racks_seen: Option<Vec<bool>>,
 }
 
 impl<'s, 'a> GangSearch<'s, 'a> {
@@ -167,6 +179,74 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             fitting,
             within_node_limit,
             offer,
+            racks_seen: None,
+        }
+    }
+
+    /// A search of the rack level alone that looks at a rack's nodes only when it reaches the
+    /// rack: each rack's GPUs free to the job come from the round state's counts per rack
+    /// ([`RoundState::free_by_racks`]), so racks go in the same order as in [`GangSearch::new`]
+    /// and a rack whose nodes turn out to lack the CPU or memory is passed over as there. The
+    /// fewest nodes any placement needs is bounded by the most GPUs free on one node (not by
+    /// what the CPU and memory leave), which stops the search no earlier than the full one
+    /// would: the rack it finds is the one the full search finds.
+    fn racks_only(
+        state: &'s RoundState<'a>,
+        topo: &'s Topology,
+        job: &'s PendingJob,
+        mask: &'s [bool],
+    ) -> Self {
+        let inst = state.inst;
+        let racks = topo.domains[Level::Rack as usize].len();
+        let mut in_racks = state.free_by_racks(mask, job.priority);
+        in_racks.resize(racks, 0);
+        let empty = |l: usize| vec![0u32; if l == Level::Rack as usize { racks } else { 0 }];
+        let mut reach: [Vec<u32>; 4] = std::array::from_fn(empty);
+        reach[Level::Rack as usize] = in_racks;
+        let most_on_a_node = state.most_free_on_a_node(mask, job.priority);
+        let widest = job
+            .gpus_per_node
+            .map_or(most_on_a_node, |k| k.min(most_on_a_node));
+        GangSearch {
+            state,
+            topo,
+            job,
+            mask,
+            fit_reach: std::array::from_fn(empty),
+            widest: std::array::from_fn(empty),
+            reach,
+            fewest_nodes: job.gpus.div_ceil(widest.max(1)),
+            units_are_nodes: topo.units == inst.nodes.len(),
+            min_units: topo.min_units(inst, job),
+            fitting: job.gpus,
+            within_node_limit: true,
+            offer: OfferBoard::take(inst.nodes.len()),
+            racks_seen: Some(vec![false; racks]),
+        }
+    }
+
+    /// In a search of racks alone, look at rack d's nodes once: what each offers, and the
+    /// rack's GPUs with CPU and memory and its widest node.
+    fn see_rack(&mut self, level: Level, d: usize) {
+        let Some(seen) = self.racks_seen.as_mut() else {
+            return;
+        };
+        if level != Level::Rack || seen[d] {
+            return;
+        }
+        seen[d] = true;
+        let (state, job, r) = (self.state, self.job, Level::Rack as usize);
+        for &n in &self.topo.domains[r][d] {
+            if !state.has_whole_gpus(n, self.mask) {
+                continue;
+            }
+            let (a, fit) = state.whole_gpus_for(n, job);
+            if a > 0 {
+                self.offer.set(Offer { n, free: a, fit });
+                self.fit_reach[r][d] += fit;
+                let w = job.gpus_per_node.map_or(fit, |k| fit.min(k));
+                self.widest[r][d] = self.widest[r][d].max(w);
+            }
         }
     }
 
@@ -189,13 +269,14 @@ impl<'s, 'a> GangSearch<'s, 'a> {
     /// The best placement in one domain of `level`, or `None` when no domain holds the gang.
     /// Domains go best fit first (a domain leaves reach - gpus GPUs free): once one gives no
     /// spread penalty on the fewest nodes possible, no later domain can beat it.
-    fn best_at(&self, level: Level) -> Option<Counts> {
-        let reach = &self.reach[level as usize];
-        let fit_reach = &self.fit_reach[level as usize];
-        let mut order: Vec<usize> = (0..reach.len())
-            .filter(|&d| fit_reach[d] >= self.job.gpus)
+    fn best_at(&mut self, level: Level) -> Option<Counts> {
+        let l = level as usize;
+        // Domains without GPUs for the gang go; those without the CPU and memory for it too,
+        // once their nodes are seen.
+        let mut order: Vec<usize> = (0..self.reach[l].len())
+            .filter(|&d| self.reach[l][d] >= self.job.gpus)
             .collect();
-        order.sort_unstable_by_key(|&d| (reach[d], d));
+        order.sort_unstable_by_key(|&d| (self.reach[l][d], d));
         let mut best: Option<(DomainKey, Counts)> = None;
         let mut offers: Vec<Offer> = Vec::new();
         for d in order {
@@ -204,6 +285,10 @@ impl<'s, 'a> GangSearch<'s, 'a> {
                 .is_some_and(|(b, _)| b.0 <= 0.0 && b.1 <= self.fewest_nodes)
             {
                 break;
+            }
+            self.see_rack(level, d);
+            if self.fit_reach[l][d] < self.job.gpus {
+                continue;
             }
             if best
                 .as_ref()
@@ -227,7 +312,9 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             }
             let narrowed = self.narrowed_offers(level, &offers);
             for offers in std::iter::once(&offers[..]).chain(narrowed.as_deref()) {
-                if let Some((counts, leftover)) = pack(self.state, self.job, reach[d], offers) {
+                if let Some((counts, leftover)) =
+                    pack(self.state, self.job, self.reach[l][d], offers)
+                {
                     let key = (self.penalty(&counts), counts.len() as u32, leftover, d);
                     if best.as_ref().is_none_or(|(b, _)| rank(&key, b).is_lt()) {
                         best = Some((key, counts));
@@ -577,6 +664,76 @@ mod tests {
                 "{gpus} GPUs, max_nodes {max_nodes:?}"
             );
         }
+    }
+
+    /// A round of `racks` racks of four 8-GPU nodes: running jobs on random GPUs, random CPU
+    /// left on some nodes, gangs of 9-40 GPUs, some with `max_nodes` or `gpus_per_node`.
+    fn random_round(rng: &mut rand_chacha::ChaCha8Rng, racks: usize) -> String {
+        // Without a spread price every placement ties on it, and the search stops at the
+        // first rack that holds the gang on its fewest nodes.
+        let mut yaml = String::from(if rng.gen_bool(0.5) {
+            "policy: {weights: {spread: 0}}\nnodes:\n"
+        } else {
+            "nodes:\n"
+        });
+        for n in 0..racks * 4 {
+            let cpu = if rng.gen_bool(0.5) {
+                ", cpu_milli: 64000"
+            } else {
+                ""
+            };
+            yaml += &format!("  - {{name: n{n}, gpus: 8, rack: r{}{cpu}}}\n", n / 4);
+        }
+        yaml += "running:\n";
+        for n in 0..racks * 4 {
+            let held: Vec<String> = (0..8)
+                .filter(|_| rng.gen_bool(0.4))
+                .map(|g| g.to_string())
+                .collect();
+            if !held.is_empty() {
+                let cpu = rng.gen_range(0..40) * 1000;
+                yaml += &format!(
+                    "  - {{id: r{n}, gpus: {{n{n}: [{}]}}, cpu_milli: {cpu}}}\n",
+                    held.join(", ")
+                );
+            }
+        }
+        yaml += "pending:\n";
+        for j in 0..12 {
+            let gpus = rng.gen_range(9..=40);
+            let mut shape = String::new();
+            if rng.gen_bool(0.2) {
+                shape += &format!(", max_nodes: {}", rng.gen_range(2..8));
+            } else if gpus % 4 == 0 && rng.gen_bool(0.3) {
+                shape += ", gpus_per_node: 4";
+            }
+            let cpu = rng.gen_range(0..5) * 4000;
+            yaml += &format!("  - {{id: j{j}, gpus: {gpus}, cpu_milli: {cpu}{shape}}}\n");
+        }
+        yaml
+    }
+
+    #[test]
+    fn racks_alone_find_the_rack_the_full_search_finds() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let mut found = 0;
+        for _ in 0..60 {
+            let racks = rng.gen_range(1..6);
+            let yaml = random_round(&mut rng, racks);
+            let inst = parse_instance(&yaml, "racks", &ModelLibrary::builtin()).unwrap();
+            let topo = Topology::new(&inst);
+            let before = crate::state::ClusterState::new(&inst);
+            let state = RoundState::new(&inst, &before);
+            for job in &inst.pending {
+                let mask = topo.type_mask(job);
+                let full =
+                    GangSearch::new(&state, &topo, job, &mask, Nodes::All).best_at(Level::Rack);
+                let alone = GangSearch::racks_only(&state, &topo, job, &mask).best_at(Level::Rack);
+                assert_eq!(alone, full, "{} in\n{yaml}", job.id);
+                found += usize::from(full.is_some());
+            }
+        }
+        assert!(found > 50, "only {found} gangs found a rack");
     }
 
     #[test]
