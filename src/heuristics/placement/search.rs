@@ -59,17 +59,25 @@ pub fn find_placement_on(
     let racks_first = matches!(nodes, Nodes::All)
         && topo.units == inst.nodes.len()
         && job.within != Some(Locality::Node);
-    if racks_first {
-        if let Some(counts) = GangSearch::racks_only(state, topo, job, &mask).best_at(Level::Rack) {
+    let mut search = if racks_first {
+        let mut racks = GangSearch::racks_only(state, topo, job, &mask);
+        if let Some(counts) = racks.best_at(Level::Rack) {
             return state.pick_indices(j, &counts);
         }
-    }
-    let mut search = GangSearch::new(state, topo, job, &mask, nodes);
+        racks.see_the_rest();
+        racks
+    } else {
+        GangSearch::new(state, topo, job, &mask, nodes)
+    };
     if search.fitting < job.gpus || !search.within_node_limit {
         return None;
     }
-    let levels = search.levels();
-    let counts = levels.iter().find_map(|&level| search.best_at(level))?;
+    // No rack holds it, where racks came first.
+    let levels = search
+        .levels()
+        .iter()
+        .filter(|&&l| !(racks_first && l == Level::Rack));
+    let counts = levels.copied().find_map(|level| search.best_at(level))?;
     state.pick_indices(j, &counts)
 }
 
@@ -114,6 +122,8 @@ struct GangSearch<'s, 'a> {
     /// A search of racks alone ([`GangSearch::racks_only`]): which racks' nodes were looked
     /// at so far; `None` where every node was looked at.
     racks_seen: Option<Vec<bool>>,
+    /// The most GPUs any node offers the gang, or more (a bound for racks not seen yet).
+    widest_at_most: u32,
 }
 
 impl<'s, 'a> GangSearch<'s, 'a> {
@@ -165,6 +175,7 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         }
         let fewest_nodes = job.gpus.div_ceil(widest[Level::Cluster as usize][0].max(1));
         let within_node_limit = holdable_on_limit(job, offer.offered().map(|o| o.fit));
+        let widest_at_most = widest[Level::Cluster as usize][0];
         GangSearch {
             state,
             topo,
@@ -180,6 +191,7 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             within_node_limit,
             offer,
             racks_seen: None,
+            widest_at_most,
         }
     }
 
@@ -222,7 +234,45 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             within_node_limit: true,
             offer: OfferBoard::take(inst.nodes.len()),
             racks_seen: Some(vec![false; racks]),
+            widest_at_most: widest,
         }
+    }
+
+    /// Turn a search of racks alone into a search of every level, as [`GangSearch::new`]
+    /// makes it: the racks not seen yet are looked at, and the pods' and the cluster's counts
+    /// are summed from what every node offers.
+    fn see_the_rest(&mut self) {
+        let racks = self.topo.domains[Level::Rack as usize].len();
+        for d in 0..racks {
+            self.see_rack(Level::Rack, d);
+        }
+        self.racks_seen = None;
+        let (pods, topo, job) = (
+            self.topo.domains[Level::Pod as usize].len(),
+            self.topo,
+            self.job,
+        );
+        for l in [Level::Pod, Level::Cluster] {
+            let domains = if l == Level::Pod { pods } else { 1 };
+            self.reach[l as usize] = vec![0; domains];
+            self.fit_reach[l as usize] = vec![0; domains];
+            self.widest[l as usize] = vec![0; domains];
+        }
+        let mut fitting = 0u32;
+        let offers: Vec<Offer> = self.offer.offered().collect();
+        for o in &offers {
+            fitting = fitting.saturating_add(o.fit);
+            let w = job.gpus_per_node.map_or(o.fit, |k| o.fit.min(k));
+            for (l, d) in [(Level::Pod, topo.pod_of[o.n]), (Level::Cluster, 0)] {
+                self.reach[l as usize][d] += o.free;
+                self.fit_reach[l as usize][d] += o.fit;
+                self.widest[l as usize][d] = self.widest[l as usize][d].max(w);
+            }
+        }
+        self.widest_at_most = self.widest[Level::Cluster as usize][0];
+        self.fewest_nodes = job.gpus.div_ceil(self.widest_at_most.max(1));
+        self.fitting = fitting;
+        self.within_node_limit = holdable_on_limit(job, offers.iter().map(|o| o.fit));
     }
 
     /// In a search of racks alone, look at rack d's nodes once: what each offers, and the
@@ -286,6 +336,15 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             {
                 break;
             }
+            // A rack not seen yet that could not beat the best even with nodes as wide as any
+            // is passed over unseen.
+            if self.racks_seen.is_some()
+                && best
+                    .as_ref()
+                    .is_some_and(|(b, _)| self.cannot_beat_with(level, d, self.widest_at_most, b))
+            {
+                continue;
+            }
             self.see_rack(level, d);
             if self.fit_reach[l][d] < self.job.gpus {
                 continue;
@@ -348,8 +407,14 @@ impl<'s, 'a> GangSearch<'s, 'a> {
     /// Whether domain d of `level` loses to `best` even with its best conceivable key: the
     /// fewest nodes, one rack and pod, its known leftover.
     fn cannot_beat(&self, level: Level, d: usize, best: &DomainKey) -> bool {
+        self.cannot_beat_with(level, d, self.widest[level as usize][d], best)
+    }
+
+    /// [`GangSearch::cannot_beat`] with the domain's widest node at `widest` GPUs (or a bound
+    /// above it: then a domain found unable to beat `best` is so with its real widest too).
+    fn cannot_beat_with(&self, level: Level, d: usize, widest: u32, best: &DomainKey) -> bool {
         let job = self.job;
-        let least_nodes = job.gpus.div_ceil(self.widest[level as usize][d].max(1));
+        let least_nodes = job.gpus.div_ceil(widest.max(1));
         let floor_span = Span {
             nodes: least_nodes,
             units: if self.units_are_nodes { least_nodes } else { 1 },
@@ -666,7 +731,7 @@ mod tests {
         }
     }
 
-    /// A round of `racks` racks of four 8-GPU nodes: running jobs on random GPUs, random CPU
+    /// A round of `racks` racks of four 8-GPU nodes, two racks a pod: running jobs on random GPUs, random CPU
     /// left on some nodes, gangs of 9-40 GPUs, some with `max_nodes` or `gpus_per_node`.
     fn random_round(rng: &mut rand_chacha::ChaCha8Rng, racks: usize) -> String {
         // Without a spread price every placement ties on it, and the search stops at the
@@ -682,7 +747,11 @@ mod tests {
             } else {
                 ""
             };
-            yaml += &format!("  - {{name: n{n}, gpus: 8, rack: r{}{cpu}}}\n", n / 4);
+            yaml += &format!(
+                "  - {{name: n{n}, gpus: 8, rack: r{}, pod: p{}{cpu}}}\n",
+                n / 4,
+                n / 8
+            );
         }
         yaml += "running:\n";
         for n in 0..racks * 4 {
@@ -714,7 +783,7 @@ mod tests {
     }
 
     #[test]
-    fn racks_alone_find_the_rack_the_full_search_finds() {
+    fn racks_first_find_what_the_full_search_finds() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let mut found = 0;
         for _ in 0..60 {
@@ -726,11 +795,27 @@ mod tests {
             let state = RoundState::new(&inst, &before);
             for job in &inst.pending {
                 let mask = topo.type_mask(job);
-                let full =
-                    GangSearch::new(&state, &topo, job, &mask, Nodes::All).best_at(Level::Rack);
-                let alone = GangSearch::racks_only(&state, &topo, job, &mask).best_at(Level::Rack);
-                assert_eq!(alone, full, "{} in\n{yaml}", job.id);
-                found += usize::from(full.is_some());
+                let mut full = GangSearch::new(&state, &topo, job, &mask, Nodes::All);
+                let mut alone = GangSearch::racks_only(&state, &topo, job, &mask);
+                let in_a_rack = full.best_at(Level::Rack);
+                assert_eq!(
+                    alone.best_at(Level::Rack),
+                    in_a_rack,
+                    "{} in\n{yaml}",
+                    job.id
+                );
+                found += usize::from(in_a_rack.is_some());
+                // Seen through, the racks' search is the full one at every level.
+                alone.see_the_rest();
+                assert_eq!(
+                    (alone.fitting, alone.within_node_limit, alone.fewest_nodes),
+                    (full.fitting, full.within_node_limit, full.fewest_nodes),
+                    "{}",
+                    job.id
+                );
+                for level in [Level::Pod, Level::Cluster] {
+                    assert_eq!(alone.best_at(level), full.best_at(level), "{}", job.id);
+                }
             }
         }
         assert!(found > 50, "only {found} gangs found a rack");
