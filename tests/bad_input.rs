@@ -943,6 +943,20 @@ fn bad_plan_files_are_refused_by_validate() {
             &["status", "unknown variant `great`", "expected one of"],
         ),
         ("[]", &["plan.json", "invalid type: sequence"]),
+        (
+            // A node given twice in a placement: the last one must not silently win.
+            "{\"format\": \"gangplan-plan/1\", \"status\": \"fallback\",
+ \"solver\": {\"path\": \"greedy\", \"seconds\": 0, \"objective\": 0, \"bound\": null,
+            \"gap\": null, \"time_limit_hit\": false},
+ \"placements\": [{\"job\": \"render\", \"gpus\": {\"l2\": [1], \"l2\": [0]}}],
+ \"preemptions\": [], \"pending\": [],
+ \"metrics\": {\"gpus_total\": 56, \"gpus_busy_before\": 15, \"gpus_busy_after\": 16}}",
+            &[
+                "placements[0].gpus",
+                "duplicate entry with key \"l2\"",
+                "give each key once",
+            ],
+        ),
         ("", &["plan.json", "is empty"]),
     ];
     for (doc, expect) in cases {

@@ -65,7 +65,9 @@ impl SolverInfo {
 pub struct Placement {
     /// Job id.
     pub job: String,
-    /// GPUs per node name (a CPU-only job lists its node with no GPUs).
+    /// GPUs per node name (a CPU-only job lists its node with no GPUs). A node given twice is
+    /// refused when a plan is read.
+    #[serde(deserialize_with = "crate::instance::raw::unique_keys")]
     pub gpus: BTreeMap<String, Vec<u32>>,
     /// For a sharer: its share of the GPU (optional addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
