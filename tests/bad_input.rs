@@ -74,6 +74,22 @@ const CASES: &[(&str, &[&str])] = &[
         "duplicate_map_key.yaml",
         &["running[0].gpus", "key \"a\"", "give each key once"],
     ),
+    (
+        "running_cpu_only_two_nodes.yaml",
+        &[
+            "running[0].gpus",
+            "job \"r\": lists 2 nodes (a, b), each with no GPU",
+            "a CPU-only job lists exactly one node, with an empty list: {a: []}",
+        ],
+    ),
+    (
+        "running_empty_list_beside_gpus.yaml",
+        &[
+            "running[0].gpus",
+            "job \"r\": lists node(s) b with no GPU",
+            "lists only the nodes where it holds GPUs: remove b",
+        ],
+    ),
     // Types.
     (
         "wrong_type_gpus.yaml",
