@@ -489,6 +489,33 @@ fn whatif_says_when_added_nodes_create_a_rack() {
 }
 
 #[test]
+fn whatif_adds_nodes_without_a_rack_to_the_unnamed_racks_pod() {
+    // The nodes that give no rack share the unnamed rack, here in pod p0: an added node
+    // without @RACK joins that rack, so it must join p0 too (a rack belongs to one pod).
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("pod.yaml");
+    std::fs::write(
+        &inst,
+        "nodes:\n  - {name: a, gpus: 1, pod: p0}\n  - {name: b, gpus: 1, rack: \"\", pod: p0}\npending:\n  - {id: j, gpus: 2}\n",
+    )
+    .unwrap();
+    let out = gangplan(&[
+        "whatif",
+        inst.to_str().unwrap(),
+        "--add-nodes",
+        "dgx-h100:1",
+        "--time-limit",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("add 1 x dgx-h100"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
 fn every_out_flag_says_file_or_folder() {
     for (cmd, expect) in [
         (
