@@ -973,6 +973,26 @@ fn bad_plan_files_are_refused_by_validate() {
                 "give each key once",
             ],
         ),
+        (
+            "format: gangplan-plan/1\nstatus: fallback\nsolver: {path: greedy, seconds: 0, objective: 0, bound: null, gap: null, time_limit_hit: false}\nplacements: []\npreemptions: []\npending: [{job: giant, reason: x, kind: bogus}]\n",
+            &[
+                "pending[0].kind",
+                "unknown variant `bogus`",
+                "expected one of `unschedulable`, `unresolvable`, `unexplained`",
+            ],
+        ),
+        (
+            "format: gangplan-plan/1\nstatus: fallback\nsolver: {path: greedy, seconds: 0, objective: 0, bound: null, gap: null, time_limit_hit: false}\nplacements: []\npreemptions: []\npending: []\nreservation: {job: giant, starts_in: -5, nodes: [h1]}\n",
+            &[
+                "reservation.starts_in",
+                "`-5.0`",
+                "expected seconds from the round, a finite number >= 0",
+            ],
+        ),
+        (
+            "format: gangplan-plan/1\nstatus: fallback\nsolver: {path: greedy, seconds: 0, objective: 0, bound: null, gap: null, time_limit_hit: false}\nplacements: []\npreemptions: []\npending: []\nreservations: [{job: giant, starts_in: .nan, nodes: [h1]}]\n",
+            &["reservations[0].starts_in", "NaN", "a finite number >= 0"],
+        ),
         ("", &["plan.json", "is empty"]),
     ];
     for (doc, expect) in cases {

@@ -126,6 +126,51 @@ fn validate_rejects_a_tampered_plan_with_code_3() {
 }
 
 #[test]
+fn validate_holds_a_reservation_to_a_waiting_job_and_the_instances_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("plan.json");
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let out = gangplan(&[
+        "solve",
+        q,
+        "--planner",
+        "greedy",
+        "--out",
+        plan_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let validate = |reservation: serde_json::Value| {
+        let mut p = plan.clone();
+        p["reservation"] = reservation;
+        std::fs::write(&plan_path, serde_json::to_string(&p).unwrap()).unwrap();
+        gangplan(&["validate", q, plan_path.to_str().unwrap()])
+    };
+    // giant waits in this plan: nodes of the instance may be held for it.
+    let fine = validate(serde_json::json!({"job": "giant", "starts_in": 40, "nodes": ["h1"]}));
+    assert_eq!(fine.status.code(), Some(0), "{}", text(&fine.stdout));
+    let v = validate(serde_json::json!({"job": "ghost", "starts_in": 5, "nodes": ["zz"]}));
+    let lines = text(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{lines}");
+    assert!(
+        lines.contains(
+            "rule 9: reservation for job \"ghost\": the job is not listed in the plan's pending"
+        ),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("node \"zz\" is not a node of the instance"),
+        "{lines}"
+    );
+    // A placed job waits for nothing.
+    let placed = plan["placements"][0]["job"].as_str().unwrap().to_string();
+    let v = validate(serde_json::json!({"job": placed, "starts_in": 5, "nodes": ["h1"]}));
+    assert_eq!(v.status.code(), Some(3), "{}", text(&v.stdout));
+}
+
+#[test]
 fn bad_instance_exits_2_names_the_field_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
