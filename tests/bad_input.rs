@@ -137,6 +137,14 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "gpus_over_limit_with_shape.yaml",
+        &[
+            "pending[0].gpus",
+            "is 1000002",
+            "expected at most 1000000 GPUs",
+        ],
+    ),
+    (
         "priority_over_limit.yaml",
         &[
             "pending[0].priority",
@@ -469,6 +477,14 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "weights_aging_scale.yaml",
+        &[
+            "policy.weights.aging",
+            "is 1000000; with aging_cap_hours 1000000",
+            "lower aging or aging_cap_hours",
+        ],
+    ),
+    (
         "checkpoint_scale.yaml",
         &[
             "running[0].checkpoint_cost",
@@ -626,6 +642,31 @@ fn every_fixture_is_refused_by_validate() {
         let path = fixtures().join(file);
         let out = run(&["validate", path.to_str().unwrap(), plan.to_str().unwrap()]);
         assert_refused(file, &out, expect);
+    }
+}
+
+#[test]
+fn a_value_refused_at_its_field_is_not_blamed_elsewhere() {
+    // The gang size over its limit is not capped into a false gpus_per_node error; weights too
+    // large for every job are reported at the weights, not at each job's priority.
+    for (file, field, not) in [
+        (
+            "gpus_over_limit_with_shape.yaml",
+            "pending[0].gpus:",
+            "gpus_per_node",
+        ),
+        (
+            "weights_aging_scale.yaml",
+            "policy.weights.aging:",
+            "pending[0].priority",
+        ),
+    ] {
+        let out = run(&["solve", fixtures().join(file).to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(BAD_INPUT), "{file}: {err}");
+        assert!(err.contains(field), "{file}: {err}");
+        assert!(!err.contains(not), "{file}: {not} is not at fault: {err}");
+        assert_eq!(err.matches("\n  - ").count(), 1, "{file}: one issue: {err}");
     }
 }
 
