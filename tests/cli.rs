@@ -316,6 +316,39 @@ fn write_model_writes_an_lp_file() {
 }
 
 #[test]
+fn write_model_with_a_planner_that_builds_none_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = dir.path().join("round.lp");
+    let q = quickstart();
+    for planner in ["greedy", "fifo"] {
+        let args = [
+            "solve",
+            q.to_str().unwrap(),
+            "--planner",
+            planner,
+            "--write-model",
+            lp.to_str().unwrap(),
+        ];
+        let out = gangplan(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!lp.exists(), "{planner}: no model is built");
+        assert!(
+            err.contains(&format!(
+                "the {planner} planner builds no model, so nothing is written there"
+            )),
+            "{planner}: {err}"
+        );
+        // A note, like the others: -q keeps stderr empty.
+        let mut quiet = vec!["-q"];
+        quiet.extend_from_slice(&args);
+        let out = gangplan(&quiet);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    }
+}
+
+#[test]
 fn an_os_error_is_printed_once() {
     let out = gangplan(&[
         "solve",
