@@ -74,6 +74,22 @@ const CASES: &[(&str, &[&str])] = &[
         "duplicate_map_key.yaml",
         &["running[0].gpus", "key \"a\"", "give each key once"],
     ),
+    (
+        "running_cpu_only_two_nodes.yaml",
+        &[
+            "running[0].gpus",
+            "job \"r\": lists 2 nodes (a, b), each with no GPU",
+            "a CPU-only job lists exactly one node, with an empty list: {a: []}",
+        ],
+    ),
+    (
+        "running_empty_list_beside_gpus.yaml",
+        &[
+            "running[0].gpus",
+            "job \"r\": lists node(s) b with no GPU",
+            "lists only the nodes where it holds GPUs: remove b",
+        ],
+    ),
     // Types.
     (
         "wrong_type_gpus.yaml",
@@ -118,6 +134,14 @@ const CASES: &[(&str, &[&str])] = &[
             "nodes[0].gpus",
             "5000",
             "expected at most 1024 GPUs per node",
+        ],
+    ),
+    (
+        "gpus_over_limit_with_shape.yaml",
+        &[
+            "pending[0].gpus",
+            "is 1000002",
+            "expected at most 1000000 GPUs",
         ],
     ),
     (
@@ -453,6 +477,14 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "weights_aging_scale.yaml",
+        &[
+            "policy.weights.aging",
+            "is 1000000; with aging_cap_hours 1000000",
+            "lower aging or aging_cap_hours",
+        ],
+    ),
+    (
         "checkpoint_scale.yaml",
         &[
             "running[0].checkpoint_cost",
@@ -610,6 +642,31 @@ fn every_fixture_is_refused_by_validate() {
         let path = fixtures().join(file);
         let out = run(&["validate", path.to_str().unwrap(), plan.to_str().unwrap()]);
         assert_refused(file, &out, expect);
+    }
+}
+
+#[test]
+fn a_value_refused_at_its_field_is_not_blamed_elsewhere() {
+    // The gang size over its limit is not capped into a false gpus_per_node error; weights too
+    // large for every job are reported at the weights, not at each job's priority.
+    for (file, field, not) in [
+        (
+            "gpus_over_limit_with_shape.yaml",
+            "pending[0].gpus:",
+            "gpus_per_node",
+        ),
+        (
+            "weights_aging_scale.yaml",
+            "policy.weights.aging:",
+            "pending[0].priority",
+        ),
+    ] {
+        let out = run(&["solve", fixtures().join(file).to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(BAD_INPUT), "{file}: {err}");
+        assert!(err.contains(field), "{file}: {err}");
+        assert!(!err.contains(not), "{file}: {not} is not at fault: {err}");
+        assert_eq!(err.matches("\n  - ").count(), 1, "{file}: one issue: {err}");
     }
 }
 
@@ -943,6 +1000,40 @@ fn bad_plan_files_are_refused_by_validate() {
             &["status", "unknown variant `great`", "expected one of"],
         ),
         ("[]", &["plan.json", "invalid type: sequence"]),
+        (
+            // A node given twice in a placement: the last one must not silently win.
+            "{\"format\": \"gangplan-plan/1\", \"status\": \"fallback\",
+ \"solver\": {\"path\": \"greedy\", \"seconds\": 0, \"objective\": 0, \"bound\": null,
+            \"gap\": null, \"time_limit_hit\": false},
+ \"placements\": [{\"job\": \"render\", \"gpus\": {\"l2\": [1], \"l2\": [0]}}],
+ \"preemptions\": [], \"pending\": [],
+ \"metrics\": {\"gpus_total\": 56, \"gpus_busy_before\": 15, \"gpus_busy_after\": 16}}",
+            &[
+                "placements[0].gpus",
+                "duplicate entry with key \"l2\"",
+                "give each key once",
+            ],
+        ),
+        (
+            "format: gangplan-plan/1\nstatus: fallback\nsolver: {path: greedy, seconds: 0, objective: 0, bound: null, gap: null, time_limit_hit: false}\nplacements: []\npreemptions: []\npending: [{job: giant, reason: x, kind: bogus}]\n",
+            &[
+                "pending[0].kind",
+                "unknown variant `bogus`",
+                "expected one of `unschedulable`, `unresolvable`, `unexplained`",
+            ],
+        ),
+        (
+            "format: gangplan-plan/1\nstatus: fallback\nsolver: {path: greedy, seconds: 0, objective: 0, bound: null, gap: null, time_limit_hit: false}\nplacements: []\npreemptions: []\npending: []\nreservation: {job: giant, starts_in: -5, nodes: [h1]}\n",
+            &[
+                "reservation.starts_in",
+                "`-5.0`",
+                "expected seconds from the round, a finite number >= 0",
+            ],
+        ),
+        (
+            "format: gangplan-plan/1\nstatus: fallback\nsolver: {path: greedy, seconds: 0, objective: 0, bound: null, gap: null, time_limit_hit: false}\nplacements: []\npreemptions: []\npending: []\nreservations: [{job: giant, starts_in: .nan, nodes: [h1]}]\n",
+            &["reservations[0].starts_in", "NaN", "a finite number >= 0"],
+        ),
         ("", &["plan.json", "is empty"]),
     ];
     for (doc, expect) in cases {

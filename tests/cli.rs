@@ -126,6 +126,51 @@ fn validate_rejects_a_tampered_plan_with_code_3() {
 }
 
 #[test]
+fn validate_holds_a_reservation_to_a_waiting_job_and_the_instances_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("plan.json");
+    let q = quickstart();
+    let q = q.to_str().unwrap();
+    let out = gangplan(&[
+        "solve",
+        q,
+        "--planner",
+        "greedy",
+        "--out",
+        plan_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_path).unwrap()).unwrap();
+    let validate = |reservation: serde_json::Value| {
+        let mut p = plan.clone();
+        p["reservation"] = reservation;
+        std::fs::write(&plan_path, serde_json::to_string(&p).unwrap()).unwrap();
+        gangplan(&["validate", q, plan_path.to_str().unwrap()])
+    };
+    // giant waits in this plan: nodes of the instance may be held for it.
+    let fine = validate(serde_json::json!({"job": "giant", "starts_in": 40, "nodes": ["h1"]}));
+    assert_eq!(fine.status.code(), Some(0), "{}", text(&fine.stdout));
+    let v = validate(serde_json::json!({"job": "ghost", "starts_in": 5, "nodes": ["zz"]}));
+    let lines = text(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{lines}");
+    assert!(
+        lines.contains(
+            "rule 9: reservation for job \"ghost\": the job is not listed in the plan's pending"
+        ),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("node \"zz\" is not a node of the instance"),
+        "{lines}"
+    );
+    // A placed job waits for nothing.
+    let placed = plan["placements"][0]["job"].as_str().unwrap().to_string();
+    let v = validate(serde_json::json!({"job": placed, "starts_in": 5, "nodes": ["h1"]}));
+    assert_eq!(v.status.code(), Some(3), "{}", text(&v.stdout));
+}
+
+#[test]
 fn bad_instance_exits_2_names_the_field_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
@@ -268,6 +313,39 @@ fn write_model_writes_an_lp_file() {
         dir.path().join("x.txt").to_str().unwrap(),
     ]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn write_model_with_a_planner_that_builds_none_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = dir.path().join("round.lp");
+    let q = quickstart();
+    for planner in ["greedy", "fifo"] {
+        let args = [
+            "solve",
+            q.to_str().unwrap(),
+            "--planner",
+            planner,
+            "--write-model",
+            lp.to_str().unwrap(),
+        ];
+        let out = gangplan(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!lp.exists(), "{planner}: no model is built");
+        assert!(
+            err.contains(&format!(
+                "the {planner} planner builds no model, so nothing is written there"
+            )),
+            "{planner}: {err}"
+        );
+        // A note, like the others: -q keeps stderr empty.
+        let mut quiet = vec!["-q"];
+        quiet.extend_from_slice(&args);
+        let out = gangplan(&quiet);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    }
 }
 
 #[test]
@@ -486,6 +564,33 @@ fn whatif_says_when_added_nodes_create_a_rack() {
     ]);
     assert_eq!(known.status.code(), Some(0), "{}", text(&known.stderr));
     assert!(!text(&known.stdout).contains("creates rack"));
+}
+
+#[test]
+fn whatif_adds_nodes_without_a_rack_to_the_unnamed_racks_pod() {
+    // The nodes that give no rack share the unnamed rack, here in pod p0: an added node
+    // without @RACK joins that rack, so it must join p0 too (a rack belongs to one pod).
+    let dir = tempfile::tempdir().unwrap();
+    let inst = dir.path().join("pod.yaml");
+    std::fs::write(
+        &inst,
+        "nodes:\n  - {name: a, gpus: 1, pod: p0}\n  - {name: b, gpus: 1, rack: \"\", pod: p0}\npending:\n  - {id: j, gpus: 2}\n",
+    )
+    .unwrap();
+    let out = gangplan(&[
+        "whatif",
+        inst.to_str().unwrap(),
+        "--add-nodes",
+        "dgx-h100:1",
+        "--time-limit",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("add 1 x dgx-h100"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]

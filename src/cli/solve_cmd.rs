@@ -62,7 +62,9 @@ pub struct SolveArgs {
     /// columns stay under 20,000 and the aggregated model above.
     #[arg(long, value_enum, default_value_t = FormulationArg::Auto)]
     pub formulation: FormulationArg,
-    /// Also write the MIP as .mps or .lp (by extension) to reproduce the solve elsewhere.
+    /// Also write the MIP as .mps or .lp (by extension) to reproduce the solve elsewhere. Only
+    /// `--planner ilp` builds a model: with any other planner nothing is written (a note says
+    /// so).
     #[arg(long, value_name = "FILE")]
     pub write_model: Option<PathBuf>,
 }
@@ -112,6 +114,32 @@ fn check_model_folder(path: &std::path::Path) -> Result<(), Failure> {
     ))
 }
 
+/// `--write-model FILE`: a .mps or .lp file in an existing folder. A planner other than
+/// `ilp` builds no model: a note says that nothing is written there, as the option is
+/// otherwise accepted with every planner (like `--gap` and `--formulation`).
+fn check_write_model(path: &std::path::Path, planner: PlannerKind) -> Result<(), Failure> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext != "mps" && ext != "lp" {
+        return Err(Failure::new(
+            exit::BAD_INPUT,
+            anyhow::anyhow!(
+                "--write-model {}: the file must end in .mps or .lp",
+                path.display()
+            ),
+        ));
+    }
+    check_model_folder(path)?;
+    if planner != PlannerKind::Ilp {
+        super::note(format!(
+            "--write-model {}: the {} planner builds no model, so nothing is written there \
+             (only --planner ilp writes one)",
+            path.display(),
+            planner.name()
+        ));
+    }
+    Ok(())
+}
+
 /// Run `solve`.
 pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     let started = Instant::now();
@@ -129,14 +157,7 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
         }
     }
     if let Some(w) = &a.write_model {
-        let ext = w.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if ext != "mps" && ext != "lp" {
-            return Err(bad(format!(
-                "--write-model {}: the file must end in .mps or .lp",
-                w.display()
-            )));
-        }
-        check_model_folder(w)?;
+        check_write_model(w, a.planner)?;
     }
     let models = match &a.models {
         Some(dir) => ModelLibrary::with_dir(dir).map_err(Failure::from_lib)?,

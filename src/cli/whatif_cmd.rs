@@ -12,7 +12,8 @@ use std::path::PathBuf;
 pub struct WhatifArgs {
     /// Instance file (YAML or JSON).
     pub instance: PathBuf,
-    /// Add COUNT nodes of hardware model MODEL, optionally in RACK (repeatable).
+    /// Add COUNT nodes of hardware model MODEL, optionally in RACK (repeatable); in the rack's
+    /// pod, and without @RACK in the unnamed rack of the nodes that give none.
     #[arg(long, value_name = "MODEL:COUNT[@RACK]", value_parser = WhatIf::parse_add_nodes)]
     pub add_nodes: Vec<WhatIf>,
     /// Drain a node, or every node of a rack: no new work there (repeatable).

@@ -3,7 +3,8 @@
 //! Changes, applied in the order given:
 //!
 //! - `add-nodes MODEL:COUNT[@RACK]`: COUNT nodes of hardware model MODEL, named
-//!   `MODEL-new-1`, ... (in the rack's pod when the rack exists);
+//!   `MODEL-new-1`, ... (in the rack's pod when the rack exists; without `@RACK`, in the
+//!   unnamed rack of the nodes that give no rack, and in its pod);
 //! - `drain NODE|RACK`: the node (or every node of the rack) takes no new work: its free GPUs
 //!   are marked down; running jobs there keep their GPUs and are not preemptible (their GPUs
 //!   would only come back to the drained node);
@@ -154,6 +155,41 @@ fn tenant_mut<'a>(raw: &'a mut RawInstance, name: &str, source: &str) -> Result<
     })
 }
 
+/// A node's rack or pod as the instance reads it: an empty name is the same as none.
+fn named(s: Option<&str>) -> Option<&str> {
+    s.filter(|s| !s.is_empty())
+}
+
+/// Add `count` nodes of `model` to `rack` (none: the unnamed rack of the nodes that give no
+/// rack), in the pod that rack already has, if any: a rack belongs to one pod.
+fn add_nodes(raw: &mut RawInstance, model: &str, count: u32, rack: Option<&str>) {
+    let rack = named(rack);
+    let pod = raw
+        .nodes
+        .iter()
+        .find(|n| named(n.rack.as_deref()) == rack)
+        .and_then(|n| named(n.pod.as_deref()))
+        .map(str::to_string);
+    let names: BTreeSet<String> = raw.nodes.iter().map(|n| n.name.clone()).collect();
+    let mut i = 0;
+    for _ in 0..count {
+        let name = loop {
+            i += 1;
+            let name = format!("{model}-new-{i}");
+            if !names.contains(&name) {
+                break name;
+            }
+        };
+        raw.nodes.push(RawNode {
+            name,
+            model: Some(model.to_string()),
+            rack: rack.map(str::to_string),
+            pod: pod.clone(),
+            ..Default::default()
+        });
+    }
+}
+
 /// The instance with the changes applied.
 pub fn apply(
     raw: &RawInstance,
@@ -165,38 +201,14 @@ pub fn apply(
     for c in changes {
         match c {
             WhatIf::AddNodes { model, count, rack } => {
-                let Some(hw) = lib.hardware.get(model) else {
+                if !lib.hardware.contains_key(model) {
                     let known: Vec<&str> = lib.hardware.keys().map(|k| k.as_str()).collect();
                     return Err(bad(
                         source,
                         format!("no hardware model {model:?}; known: {}", known.join(", ")),
                     ));
-                };
-                let _ = hw;
-                let pod = rack.as_ref().and_then(|r| {
-                    raw.nodes
-                        .iter()
-                        .find(|n| n.rack.as_ref() == Some(r))
-                        .and_then(|n| n.pod.clone())
-                });
-                let names: BTreeSet<String> = raw.nodes.iter().map(|n| n.name.clone()).collect();
-                let mut i = 0;
-                for _ in 0..*count {
-                    let name = loop {
-                        i += 1;
-                        let name = format!("{model}-new-{i}");
-                        if !names.contains(&name) {
-                            break name;
-                        }
-                    };
-                    raw.nodes.push(RawNode {
-                        name,
-                        model: Some(model.clone()),
-                        rack: rack.clone(),
-                        pod: pod.clone(),
-                        ..Default::default()
-                    });
                 }
+                add_nodes(&mut raw, model, *count, rack.as_deref());
             }
             WhatIf::Drain(target) => {
                 let nodes: Vec<usize> = raw

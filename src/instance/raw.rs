@@ -263,8 +263,9 @@ fn required_text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 }
 
 /// A mapping whose keys must be unique: YAML and JSON parsers keep the last of two equal keys,
-/// which would silently drop data (a running job listing one node twice).
-fn unique_keys<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
+/// which would silently drop data (a running job listing one node twice). Used by the maps whose
+/// keys are data, in the instance and in the plan (`placements[].gpus`).
+pub fn unique_keys<'de, D, V>(d: D) -> Result<BTreeMap<String, V>, D::Error>
 where
     D: Deserializer<'de>,
     V: Deserialize<'de>,

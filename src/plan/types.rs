@@ -1,10 +1,39 @@
 //! Plan types, serialised exactly as SPEC.md describes (extra fields are optional additions).
 
+use serde::de::{Deserializer, Error as _, Unexpected};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Format tag written in every plan.
 pub const PLAN_FORMAT: &str = "gangplan-plan/1";
+
+/// The words a waiting job's `kind` may be.
+pub const PENDING_KINDS: [&str; 3] = ["unschedulable", "unresolvable", "unexplained"];
+
+/// A pending entry's `kind`: one of [`PENDING_KINDS`].
+fn known_kind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let kind = Option::<String>::deserialize(d)?;
+    match &kind {
+        Some(k) if !PENDING_KINDS.contains(&k.as_str()) => Err(D::Error::unknown_variant(
+            &crate::instance::text::shorten(k, crate::instance::text::ECHO_CHARS),
+            &PENDING_KINDS,
+        )),
+        _ => Ok(kind),
+    }
+}
+
+/// A reservation's `starts_in`: seconds from now, finite and not negative.
+fn seconds_from_now<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let s = f64::deserialize(d)?;
+    if s.is_finite() && s >= 0.0 {
+        Ok(s)
+    } else {
+        Err(D::Error::invalid_value(
+            Unexpected::Float(s),
+            &"seconds from the round, a finite number >= 0",
+        ))
+    }
+}
 
 /// How the plan was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +94,9 @@ impl SolverInfo {
 pub struct Placement {
     /// Job id.
     pub job: String,
-    /// GPUs per node name (a CPU-only job lists its node with no GPUs).
+    /// GPUs per node name (a CPU-only job lists its node with no GPUs). A node given twice is
+    /// refused when a plan is read.
+    #[serde(deserialize_with = "crate::instance::raw::unique_keys")]
     pub gpus: BTreeMap<String, Vec<u32>>,
     /// For a sharer: its share of the GPU (optional addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,9 +121,15 @@ pub struct PendingEntry {
     pub job: String,
     /// What blocks it, in one sentence.
     pub reason: String,
-    /// `unschedulable` (would start if something finished or were preempted) or
-    /// `unresolvable` (no state of this cluster could place it) (optional addition).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `unschedulable` (would start if something finished or were preempted),
+    /// `unresolvable` (no state of this cluster could place it) or `unexplained` (the time
+    /// limit left no time to work the reason out) (optional addition); any other word is
+    /// refused when a plan is read.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_kind"
+    )]
     pub kind: Option<String>,
 }
 
@@ -103,7 +140,9 @@ pub struct PendingEntry {
 pub struct PlanReservation {
     /// The waiting job the nodes are held for.
     pub job: String,
-    /// Seconds from the round until the nodes' GPUs are free for it.
+    /// Seconds from the round until the nodes' GPUs are free for it (finite, >= 0; anything
+    /// else is refused when a plan is read).
+    #[serde(deserialize_with = "seconds_from_now")]
     pub starts_in: f64,
     /// The reserved nodes.
     pub nodes: Vec<String>,

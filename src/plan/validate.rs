@@ -8,8 +8,9 @@
 //! whole; (4) gpu_type, within, max_nodes, gpus_per_node; (5) only preemptible jobs are
 //! preempted, and only for strictly higher-priority work placed on their GPUs; (6) quotas;
 //! (7) CPU and memory; (9) a node one of the round's reservations holds for a blocked gang
-//! takes that gang and jobs whose time limit ends them by the reservation's start only. Rule
-//! 8 (determinism) is a property of planners, checked by the tests.
+//! takes that gang and jobs whose time limit ends them by the reservation's start only, and
+//! the plan's reservations hold nodes of the instance for jobs it leaves waiting. Rule 8
+//! (determinism) is a property of planners, checked by the tests.
 
 use super::types::{Placement, Plan, PLAN_FORMAT};
 use crate::error::{Error, Result};
@@ -44,7 +45,8 @@ fn milli_text(m: Option<u32>) -> String {
 
 /// Every violation, in words, in rule order: the format, rule 0, the preemption list (rule 5),
 /// then each placement (rules 1-5 and 9), then the shared GPUs (rule 3), the victims (rule 5),
-/// quotas (rule 6) and CPU and memory (rule 7). Tests and tools compare these lines.
+/// quotas (rule 6), CPU and memory (rule 7) and the plan's reservations (rule 9). Tests and
+/// tools compare these lines.
 pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
     check_format(plan, &mut out);
@@ -62,7 +64,35 @@ pub fn violations(inst: &Instance, plan: &Plan) -> Vec<String> {
     check_victims(inst, plan, &pending_ix, &preempted, &tally.gpus, &mut out);
     check_quotas(inst, &tally.tenants, &mut out);
     check_cpu_and_memory(inst, &tally.nodes, &mut out);
+    check_reservations(inst, plan, &mut out);
     out
+}
+
+/// Rule 9, the plan's own reservations (`reservation` and `reservations`): each holds nodes
+/// of the instance for a job the plan leaves waiting.
+fn check_reservations(inst: &Instance, plan: &Plan, out: &mut Vec<String>) {
+    let waiting: BTreeSet<&str> = plan.pending.iter().map(|p| p.job.as_str()).collect();
+    // `reservations` repeats `reservation` as its first entry: each is checked once.
+    let listed = plan.reservations.iter();
+    let extra = listed.filter(|r| Some(*r) != plan.reservation.as_ref());
+    for r in plan.reservation.iter().chain(extra) {
+        if !waiting.contains(r.job.as_str()) {
+            out.push(format!(
+                "rule 9: reservation for job {:?}: the job is not listed in the plan's pending; a reservation holds nodes for a job that waits",
+                r.job
+            ));
+        }
+        for n in r
+            .nodes
+            .iter()
+            .filter(|n| !inst.node_by_name.contains_key(*n))
+        {
+            out.push(format!(
+                "rule 9: reservation for job {:?}: node {n:?} is not a node of the instance",
+                r.job
+            ));
+        }
+    }
 }
 
 /// The plan's `format` string.

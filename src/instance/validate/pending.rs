@@ -74,15 +74,19 @@ fn job(
         Some(m) => Some(m.min(limits::MAX_NODES as u64) as u32),
         None => None,
     };
-    let gpus_per_node = gpus_per_node(is, p, r.gpus_per_node, gpus);
+    // The checks that follow read the gang size as given: `gpus` is capped at the limit.
+    let gpus_per_node = gpus_per_node(is, p, r.gpus_per_node, r.gpus);
     // The user's max_nodes, not the value capped at the most nodes a cluster has.
     let asked_max_nodes = r.max_nodes.filter(|&m| m > 0);
-    shape_contradiction(is, p, gpus, within, asked_max_nodes, gpus_per_node);
+    if r.gpus <= limits::MAX_JOB_GPUS {
+        shape_contradiction(is, p, gpus, within, asked_max_nodes, gpus_per_node);
+    }
     let gpu_milli = is.milli(&format!("{p}.gpu_milli"), r.gpu_milli);
-    if gpu_milli.is_some() && gpus != 1 {
+    if gpu_milli.is_some() && r.gpus != 1 {
+        let g = r.gpus;
         is.push(
             format!("{p}.gpu_milli"),
-            format!("is set but gpus is {gpus}; a sharing job asks for gpus: 1"),
+            format!("is set but gpus is {g}; a sharing job asks for gpus: 1"),
         );
     }
     if gpus == 0 && (gpus_per_node.is_some() || gpu_types.is_some()) {
@@ -197,8 +201,9 @@ fn shape_contradiction(
     }
 }
 
-/// `gpus_per_node`: at least 1, at most a node's GPUs, dividing the gang size.
-fn gpus_per_node(is: &mut Issues, p: &str, raw: Option<u64>, gpus: u32) -> Option<u32> {
+/// `gpus_per_node`: at least 1, at most a node's GPUs, dividing the gang size `gpus` (as
+/// given, not capped at its limit).
+fn gpus_per_node(is: &mut Issues, p: &str, raw: Option<u64>, gpus: u64) -> Option<u32> {
     match raw {
         Some(0) => {
             is.push(
@@ -214,7 +219,7 @@ fn gpus_per_node(is: &mut Issues, p: &str, raw: Option<u64>, gpus: u32) -> Optio
             );
             None
         }
-        Some(g) if gpus > 0 && !(gpus as u64).is_multiple_of(g) => {
+        Some(g) if gpus > 0 && !gpus.is_multiple_of(g) => {
             is.push(
                 format!("{p}.gpus_per_node"),
                 format!("is {g} but gpus is {gpus}; gpus must be a multiple of gpus_per_node"),

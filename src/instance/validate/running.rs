@@ -41,9 +41,7 @@ pub fn check(
                 ),
             );
         }
-        if r.gpus.is_empty() {
-            is.push(format!("{p}.gpus"), "is empty; map each node the job holds to its GPU indices (a CPU-only job lists its node with [])");
-        }
+        node_lists(is, &p, r);
         let milli = is.milli(&format!("{p}.gpu_milli"), r.gpu_milli);
         let total: usize = r.gpus.values().map(|v| v.len()).sum();
         if milli.is_some() && total != 1 {
@@ -72,6 +70,40 @@ pub fn check(
         });
     }
     running
+}
+
+/// The shape of `gpus`: at least one node; a CPU-only job (no GPU listed) names exactly one
+/// node, with an empty list; a job with GPUs lists only nodes where it holds some. Another
+/// shape would charge the job's CPU and memory on nodes it does not use.
+fn node_lists(is: &mut Issues, p: &str, r: &RawRunning) {
+    let empty: Vec<String> = r
+        .gpus
+        .iter()
+        .filter(|(_, idx)| idx.is_empty())
+        .map(|(n, _)| shorten(n, ECHO_CHARS))
+        .collect();
+    if r.gpus.is_empty() {
+        is.push(format!("{p}.gpus"), "is empty; map each node the job holds to its GPU indices (a CPU-only job lists its node with [])");
+    } else if empty.len() == r.gpus.len() && empty.len() > 1 {
+        is.push(
+            format!("{p}.gpus"),
+            format!(
+                "lists {} nodes ({}), each with no GPU; a CPU-only job lists exactly one node, with an empty list: {{{}: []}}",
+                empty.len(),
+                empty.join(", "),
+                empty[0]
+            ),
+        );
+    } else if !empty.is_empty() && empty.len() < r.gpus.len() {
+        is.push(
+            format!("{p}.gpus"),
+            format!(
+                "lists node(s) {} with no GPU beside nodes where the job holds GPUs; a job with GPUs lists only the nodes where it holds GPUs: remove {}",
+                empty.join(", "),
+                empty.join(", ")
+            ),
+        );
+    }
 }
 
 /// The GPUs job `r` holds, per node: names of listed nodes, indices that exist on them, each

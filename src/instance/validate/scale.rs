@@ -13,6 +13,8 @@
 //! ```
 //!
 //! (`eq` = 1 for a CPU-only running job: its whole checkpoint cost is held to the same bound.)
+//! Where the value per GPU is out of range at priority 0 (`w.gpu + w.aging *
+//! w.aging_cap_hours`), the weights alone are at fault: one issue at `policy.weights.aging`.
 
 use super::issues::Issues;
 use crate::instance::policy::Weights;
@@ -43,12 +45,37 @@ pub fn check(is: &mut Issues, raw: &RawInstance, w: &Weights) {
         .iter()
         .enumerate()
         .map(|(i, p)| (format!("pending[{i}]"), p.priority, None));
+    let weights_fit = aging_scale(is, w);
     for (path, priority, checkpoint) in running.chain(pending) {
-        priority_scale(is, &path, priority, w);
+        if weights_fit {
+            priority_scale(is, &path, priority, w);
+        }
         if let Some((cost, eq)) = checkpoint {
             checkpoint_scale(is, &path, cost, eq, w);
         }
     }
+}
+
+/// The value per GPU that no job's priority adds to (priority 0, aged to the cap): above the
+/// bound, the weights alone are at fault, and the issue names them once rather than every
+/// job's priority. Returns whether they fit.
+fn aging_scale(is: &mut Issues, w: &Weights) -> bool {
+    let base = w.gpu + w.aging * w.aging_cap_hours;
+    if base <= MAX_VALUE_PER_GPU {
+        return true;
+    }
+    is.push(
+        "policy.weights.aging",
+        format!(
+            "is {}; with aging_cap_hours {} (and gpu {}) one GPU of a job that waited the cap \
+             is worth {base:e} in the objective whatever its priority, and the solver stays \
+             exact up to {MAX_VALUE_PER_GPU:e}: keep gpu + aging x aging_cap_hours <= \
+             {MAX_VALUE_PER_GPU:e} (lower aging or aging_cap_hours; only the weights' ratios \
+             matter)",
+            w.aging, w.aging_cap_hours, w.gpu
+        ),
+    );
+    false
 }
 
 fn priority_scale(is: &mut Issues, path: &str, priority: i64, w: &Weights) {
