@@ -377,11 +377,15 @@ impl RoundBuilder<'_> {
             });
         }
         // Jobs whose indices Slurm did not report: lowest unclaimed GPUs of their nodes.
+        // A node with none left free adds nothing: a job lists only nodes where it holds GPUs.
         for (k, node, count) in missing_idx {
             let picked = take_free(&mut self.claimed, &node, self.gpus_of[&node], count);
             tracing::warn!(job = %running[k].id, node = %node, gpus = ?picked, "GPU indices not reported; assuming the lowest free ones");
-            running[k].gpus.insert(node, picked);
+            if !picked.is_empty() {
+                running[k].gpus.insert(node, picked);
+            }
         }
+        running.retain(|r| !r.gpus.is_empty());
         Ok((running, running_ids))
     }
 
