@@ -5,6 +5,14 @@ mod cli;
 use std::io::Write;
 
 fn main() {
+    // A reader that goes away (`gangplan validate ... | head -1`) ends the process as it ends
+    // any Unix tool, by SIGPIPE (status 141 in a shell), not by a failed print called a bug.
+    // Child processes get stdin from /dev/null and sockets are written without the signal, so
+    // only the standard streams can raise it.
+    // SAFETY: restoring a signal's default disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let code = cli::run();
     // A solver thread the round's deadline left behind may still be inside HiGHS: `exit`
     // would run HiGHS's static destructors under it (a rare abort at the deadline). Every

@@ -841,3 +841,23 @@ fn validate_keeps_a_gpu_shared_before_the_round_from_a_whole_gpu_job() {
         text(&v.stdout)
     );
 }
+
+/// A reader of the plan that goes away before it is written (`gangplan solve ... | head -0`)
+/// ends the command by SIGPIPE, as any Unix tool ends, not by a failed print reported as a bug.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_by_sigpipe() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gangplan"))
+        .args(["solve", "instances/quickstart.yaml", "--time-limit", "5"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("it ends");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.signal(), Some(13), "{:?}: {err}", out.status);
+    assert!(!err.contains("internal error"), "{err}");
+}
