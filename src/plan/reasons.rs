@@ -835,6 +835,9 @@ pub fn reason_with(inst: &Instance, after: &AfterRound, memo: &mut ReasonMemo, j
     let Err(miss) = free_fit else {
         return fits_free_reason(inst, after, job, doms, quota_text);
     };
+    if let Some(text) = shape_never_fits_resources(inst, after, job, doms) {
+        return unresolvable(text, Binding::Resources);
+    }
     let (head, binding) = miss_text(inst, job, miss, "free");
     let head = match &quota_text {
         Some(q) => format!("{head}; also, {q}"),
@@ -926,6 +929,9 @@ fn fits_free_reason(
         fit(inst, job, doms, &room).is_ok()
     };
     if !shape_fits {
+        if let Some(text) = shape_never_fits_resources(inst, after, job, doms) {
+            return unresolvable(text, Binding::Resources);
+        }
         let held = if most < job.gpus {
             format!("{most} of its {}", gpus_phrase(job.gpus))
         } else {
@@ -1111,6 +1117,57 @@ fn resources_never_fit(inst: &Instance, job: &PendingJob, doms: &Domains) -> Opt
         format!(
             "needs at least {cpu} cpu_milli and {mem} memory_mib on each node it uses; no {}node has that much",
             type_words(job)
+        )
+    })
+}
+
+/// Whether the job's shape fits no nodes even with every running job gone, once each node's
+/// usable GPUs are cut to what its CPU and memory sizes hold for the job: a gang that must
+/// span nodes of which some can never give it their share waits whatever finishes.
+fn shape_never_fits_resources(
+    inst: &Instance,
+    after: &AfterRound,
+    job: &PendingJob,
+    doms: &Domains,
+) -> Option<String> {
+    if job.cpu_milli == 0 && job.memory_mib == 0 {
+        return None;
+    }
+    let size = |v: Option<u64>| v.map(|x| i64::try_from(x).unwrap_or(i64::MAX));
+    let held = |n: NodeIx| {
+        let node = &inst.nodes[n];
+        gpus_within_resources(job, size(node.cpu_milli), size(node.memory_mib))
+    };
+    // Their sum settles it where the job may spread over any nodes (counted until it holds
+    // the job); its shape needs the test.
+    let mut most = 0u32;
+    for &n in &doms.eligible {
+        most = most.saturating_add(after.usable[n].min(held(n)));
+        if most >= job.gpus {
+            break;
+        }
+    }
+    let spreads_freely =
+        job.within.is_none() && job.gpus_per_node.is_none() && job.node_limit() >= job.gpus;
+    let fits = most >= job.gpus
+        && (spreads_freely || {
+            let mut room = after.usable.clone();
+            for &n in &doms.eligible {
+                room[n] = room[n].min(held(n));
+            }
+            fit(inst, job, doms, &room).is_ok()
+        });
+    let held = if most < job.gpus {
+        format!("{most} of its {}", gpus_phrase(job.gpus))
+    } else {
+        format!("its {} but not in its shape", gpus_phrase(job.gpus))
+    };
+    (!fits).then(|| {
+        format!(
+            "asks {} cpu_milli and {} memory_mib; even with every running job gone, the CPU and memory of the {}nodes it may use hold {held}",
+            job.cpu_milli,
+            job.memory_mib,
+            type_words(job),
         )
     })
 }
