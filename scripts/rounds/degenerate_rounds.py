@@ -17,19 +17,8 @@ refuses is a finding. docs/reliability.md (Fuzzing) says what a run of 2,483 fou
 """
 import json, math, random, sys
 
-MODELS = {
-    "dgx-h100": ("H100", 8, 224000, 2097152),
-    "dgx-h200": ("H200", 8, 224000, 2097152),
-    "dgx-a100": ("A100", 8, 256000, 2097152),
-    "dgx-b200": ("B200", 8, 224000, 2097152),
-    "a100-pcie-8x": ("A100", 8, None, None),
-    "v100-sxm2-8x": ("V100", 8, 80000, 524288),
-    "l40s-pcie-4x": ("L40S", 4, None, None),
-    "gb200-nvl72-tray": ("GB200", 4, 144000, None),
-}
-WORKLOADS = ["default", "data-parallel", "inference", "llm-3d", "recommender"]
-WEIGHTS = ["gpu", "priority", "aging", "aging_cap_hours", "cpu_job", "spread", "preemption",
-           "checkpoint", "fairness", "open_node", "strand", "fragmentation"]
+from shipped import MODELS, WORKLOADS, WEIGHT_NAMES
+WEIGHTS = WEIGHT_NAMES
 TYPES = ["T%d" % i for i in range(40)]
 ABSENT = ["ABSENT-X", "nope", "h100", "H100 ", "Z9"]
 

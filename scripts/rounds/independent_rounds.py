@@ -19,19 +19,7 @@ planner refuses is a finding. docs/reliability.md (Fuzzing) says what a run of 3
 """
 import json, math, random, sys
 
-MODELS = {  # name: (gpu_type, gpus, cpu_milli, memory_mib)
-    "dgx-h100": ("H100", 8, 224000, 2097152),
-    "dgx-h200": ("H200", 8, 224000, 2097152),
-    "dgx-a100": ("A100", 8, 256000, 2097152),
-    "dgx-b200": ("B200", 8, 224000, 2097152),
-    "a100-pcie-8x": ("A100", 8, None, None),
-    "v100-sxm2-8x": ("V100", 8, 80000, 524288),
-    "l40s-pcie-4x": ("L40S", 4, None, None),
-    "gb200-nvl72-tray": ("GB200", 4, 144000, None),
-}
-WORKLOADS = ["default", "data-parallel", "inference", "llm-3d", "recommender"]
-WEIGHT_NAMES = ["gpu", "priority", "aging", "aging_cap_hours", "cpu_job", "spread",
-                "preemption", "checkpoint", "fairness", "open_node", "strand", "fragmentation"]
+from shipped import MODELS, WORKLOADS, WEIGHT_NAMES
 PLAIN_TYPES = ["H100", "A100", "L40S", "generic", "RTX6000", "A10G", "T4", "MI300X"]
 FAKE_TYPES = ["TPUv5", "H800", "rtx4090", "h100", "B300", "Gaudi3"]
 ODD_MODES = ["one_node", "no_pending", "all_infeasible", "all_preemptible", "identical_1000",
