@@ -134,22 +134,17 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         mask: &'s [bool],
         nodes: Nodes,
     ) -> Self {
-        let inst = state.inst;
-        let units_are_nodes = topo.units == inst.nodes.len();
+        let units_are_nodes = topo.units == state.inst.nodes.len();
         // Where every unit is one node, the unit level holds nothing a single node did not:
         // its per-domain counts are left empty and the level is not searched.
-        let counted = |l: usize| {
+        let domains = |l: usize| {
             if l == Level::Unit as usize && units_are_nodes {
                 0
             } else {
                 topo.domains[l].len()
             }
         };
-        let mut reach: [Vec<u32>; 4] = std::array::from_fn(|l| vec![0; counted(l)]);
-        let mut fit_reach = reach.clone();
-        let mut widest = reach.clone();
-        let mut fitting = 0u32;
-        let mut offer = OfferBoard::take(inst.nodes.len());
+        let mut search = GangSearch::empty(state, topo, job, mask, domains);
         let with_whole_gpus: Box<dyn Iterator<Item = NodeIx>> = match nodes {
             Nodes::All => Box::new(state.nodes_with_whole_gpus(mask)),
             Nodes::Only(list) => Box::new(
@@ -160,39 +155,79 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         };
         let first_level = usize::from(units_are_nodes);
         for n in with_whole_gpus {
-            let (a, fit) = state.whole_gpus_for(n, job);
-            if a > 0 {
-                offer.set(Offer { n, free: a, fit });
-                fitting = fitting.saturating_add(fit);
-                let w = job.gpus_per_node.map_or(fit, |k| fit.min(k));
-                let at = [topo.unit_of[n], topo.rack_of[n], topo.pod_of[n], 0];
-                for l in first_level..4 {
-                    reach[l][at[l]] += a;
-                    fit_reach[l][at[l]] += fit;
-                    widest[l][at[l]] = widest[l][at[l]].max(w);
-                }
+            let Some(o) = search.take_offer(n) else {
+                continue;
+            };
+            let at = [topo.unit_of[n], topo.rack_of[n], topo.pod_of[n], 0];
+            for (l, &d) in at.iter().enumerate().skip(first_level) {
+                search.count(l, d, o, true);
             }
         }
-        let fewest_nodes = job.gpus.div_ceil(widest[Level::Cluster as usize][0].max(1));
-        let within_node_limit = holdable_on_limit(job, offer.offered().map(|o| o.fit));
-        let widest_at_most = widest[Level::Cluster as usize][0];
+        search.settle();
+        search
+    }
+
+    /// A search with nothing counted yet: `domains(level)` domains a level, no node's offer
+    /// taken, every node looked at (see [`GangSearch::racks_only`] for a search that is not).
+    fn empty(
+        state: &'s RoundState<'a>,
+        topo: &'s Topology,
+        job: &'s PendingJob,
+        mask: &'s [bool],
+        domains: impl Fn(usize) -> usize,
+    ) -> Self {
+        let inst = state.inst;
+        let zeros = |l: usize| vec![0u32; domains(l)];
         GangSearch {
             state,
             topo,
             job,
             mask,
-            reach,
-            fit_reach,
-            widest,
-            fewest_nodes,
-            units_are_nodes,
+            reach: std::array::from_fn(zeros),
+            fit_reach: std::array::from_fn(zeros),
+            widest: std::array::from_fn(zeros),
+            fewest_nodes: 1,
+            units_are_nodes: topo.units == inst.nodes.len(),
             min_units: topo.min_units(inst, job),
-            fitting,
-            within_node_limit,
-            offer,
+            fitting: 0,
+            within_node_limit: true,
+            offer: OfferBoard::take(inst.nodes.len()),
             racks_seen: None,
-            widest_at_most,
+            widest_at_most: u32::MAX,
         }
+    }
+
+    /// What node n offers the gang, set on the board; `None` where it offers no GPU.
+    fn take_offer(&mut self, n: NodeIx) -> Option<Offer> {
+        let (free, fit) = self.state.whole_gpus_for(n, self.job);
+        (free > 0).then(|| {
+            let o = Offer { n, free, fit };
+            self.offer.set(o);
+            o
+        })
+    }
+
+    /// Count offer `o` in domain d of level l: its GPUs with CPU and memory, its piece in the
+    /// domain's widest, and (`reach_too`) its free GPUs.
+    fn count(&mut self, l: usize, d: usize, o: Offer, reach_too: bool) {
+        if reach_too {
+            self.reach[l][d] += o.free;
+        }
+        self.fit_reach[l][d] += o.fit;
+        self.widest[l][d] = self.widest[l][d].max(piece(self.job, o.fit));
+    }
+
+    /// With every node's offer counted: the cluster-wide counts and the fewest nodes.
+    fn settle(&mut self) {
+        let job = self.job;
+        self.fitting = self
+            .offer
+            .offered()
+            .map(|o| o.fit)
+            .fold(0, u32::saturating_add);
+        self.within_node_limit = holdable_on_limit(job, self.offer.offered().map(|o| o.fit));
+        self.widest_at_most = self.widest[Level::Cluster as usize][0];
+        self.fewest_nodes = job.gpus.div_ceil(self.widest_at_most.max(1));
     }
 
     /// A search of the rack level alone that looks at a rack's nodes only when it reaches the
@@ -208,34 +243,17 @@ impl<'s, 'a> GangSearch<'s, 'a> {
         job: &'s PendingJob,
         mask: &'s [bool],
     ) -> Self {
-        let inst = state.inst;
         let racks = topo.domains[Level::Rack as usize].len();
+        let domains = |l: usize| if l == Level::Rack as usize { racks } else { 0 };
+        let mut search = GangSearch::empty(state, topo, job, mask, domains);
         let mut in_racks = state.free_by_racks(mask, job.priority);
         in_racks.resize(racks, 0);
-        let empty = |l: usize| vec![0u32; if l == Level::Rack as usize { racks } else { 0 }];
-        let mut reach: [Vec<u32>; 4] = std::array::from_fn(empty);
-        reach[Level::Rack as usize] = in_racks;
-        let most_on_a_node = state.most_free_on_a_node(mask, job.priority);
-        let widest = job
-            .gpus_per_node
-            .map_or(most_on_a_node, |k| k.min(most_on_a_node));
-        GangSearch {
-            state,
-            topo,
-            job,
-            mask,
-            fit_reach: std::array::from_fn(empty),
-            widest: std::array::from_fn(empty),
-            reach,
-            fewest_nodes: job.gpus.div_ceil(widest.max(1)),
-            units_are_nodes: topo.units == inst.nodes.len(),
-            min_units: topo.min_units(inst, job),
-            fitting: job.gpus,
-            within_node_limit: true,
-            offer: OfferBoard::take(inst.nodes.len()),
-            racks_seen: Some(vec![false; racks]),
-            widest_at_most: widest,
-        }
+        search.reach[Level::Rack as usize] = in_racks;
+        search.widest_at_most = piece(job, state.most_free_on_a_node(mask, job.priority));
+        search.fewest_nodes = job.gpus.div_ceil(search.widest_at_most.max(1));
+        search.fitting = job.gpus;
+        search.racks_seen = Some(vec![false; racks]);
+        search
     }
 
     /// Turn a search of racks alone into a search of every level, as [`GangSearch::new`]
@@ -247,36 +265,23 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             self.see_rack(Level::Rack, d);
         }
         self.racks_seen = None;
-        let (pods, topo, job) = (
-            self.topo.domains[Level::Pod as usize].len(),
-            self.topo,
-            self.job,
-        );
-        for l in [Level::Pod, Level::Cluster] {
-            let domains = if l == Level::Pod { pods } else { 1 };
-            self.reach[l as usize] = vec![0; domains];
-            self.fit_reach[l as usize] = vec![0; domains];
-            self.widest[l as usize] = vec![0; domains];
+        let (pod, cluster) = (Level::Pod as usize, Level::Cluster as usize);
+        let pods = self.topo.domains[pod].len();
+        for (l, domains) in [(pod, pods), (cluster, 1)] {
+            self.reach[l] = vec![0; domains];
+            self.fit_reach[l] = vec![0; domains];
+            self.widest[l] = vec![0; domains];
         }
-        let mut fitting = 0u32;
         let offers: Vec<Offer> = self.offer.offered().collect();
-        for o in &offers {
-            fitting = fitting.saturating_add(o.fit);
-            let w = job.gpus_per_node.map_or(o.fit, |k| o.fit.min(k));
-            for (l, d) in [(Level::Pod, topo.pod_of[o.n]), (Level::Cluster, 0)] {
-                self.reach[l as usize][d] += o.free;
-                self.fit_reach[l as usize][d] += o.fit;
-                self.widest[l as usize][d] = self.widest[l as usize][d].max(w);
-            }
+        for o in offers {
+            self.count(pod, self.topo.pod_of[o.n], o, true);
+            self.count(cluster, 0, o, true);
         }
-        self.widest_at_most = self.widest[Level::Cluster as usize][0];
-        self.fewest_nodes = job.gpus.div_ceil(self.widest_at_most.max(1));
-        self.fitting = fitting;
-        self.within_node_limit = holdable_on_limit(job, offers.iter().map(|o| o.fit));
+        self.settle();
     }
 
     /// In a search of racks alone, look at rack d's nodes once: what each offers, and the
-    /// rack's GPUs with CPU and memory and its widest node.
+    /// rack's GPUs with CPU and memory and its widest node (its free GPUs are known).
     fn see_rack(&mut self, level: Level, d: usize) {
         let Some(seen) = self.racks_seen.as_mut() else {
             return;
@@ -285,17 +290,13 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             return;
         }
         seen[d] = true;
-        let (state, job, r) = (self.state, self.job, Level::Rack as usize);
-        for &n in &self.topo.domains[r][d] {
-            if !state.has_whole_gpus(n, self.mask) {
+        let topo = self.topo;
+        for &n in &topo.domains[Level::Rack as usize][d] {
+            if !self.state.has_whole_gpus(n, self.mask) {
                 continue;
             }
-            let (a, fit) = state.whole_gpus_for(n, job);
-            if a > 0 {
-                self.offer.set(Offer { n, free: a, fit });
-                self.fit_reach[r][d] += fit;
-                let w = job.gpus_per_node.map_or(fit, |k| fit.min(k));
-                self.widest[r][d] = self.widest[r][d].max(w);
+            if let Some(o) = self.take_offer(n) {
+                self.count(Level::Rack as usize, d, o, false);
             }
         }
     }
@@ -460,6 +461,11 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             inst.policy.weights.spread,
         )
     }
+}
+
+/// The piece of a gang a node offering `fit` GPUs may hold: `fit`, at most `gpus_per_node`.
+fn piece(job: &PendingJob, fit: u32) -> u32 {
+    job.gpus_per_node.map_or(fit, |k| fit.min(k))
 }
 
 /// Whether nodes offering `fits` (GPUs each, with the CPU and memory they have left) could

@@ -71,9 +71,7 @@ fn best_fill(k: u32, shares: &[u32]) -> Vec<f64> {
 
 /// Add the rows of every type.
 pub fn add(inst: &Instance, supply: &Supply, demand: &Demand, m: &mut MipModel) {
-    let mut shares: Vec<u32> = inst.pending.iter().filter_map(|j| j.gpu_milli).collect();
-    shares.sort_unstable();
-    shares.dedup();
+    let shares = super::supply::waiting_shares(inst);
     if shares.is_empty() {
         return;
     }

@@ -109,12 +109,18 @@ impl VictimPriorities {
     }
 }
 
-/// fill(r) for every room r of one GPU: the largest sum of the waiting sharers' shares, each
-/// any number of times, at most r (milli).
-fn sharer_fill(inst: &Instance) -> Vec<u32> {
+/// The shares (milli) the waiting sharers ask, each once, ascending.
+pub fn waiting_shares(inst: &Instance) -> Vec<u32> {
     let mut shares: Vec<u32> = inst.pending.iter().filter_map(|j| j.gpu_milli).collect();
     shares.sort_unstable();
     shares.dedup();
+    shares
+}
+
+/// fill(r) for every room r of one GPU: the largest sum of the waiting sharers' shares, each
+/// any number of times, at most r (milli).
+fn sharer_fill(inst: &Instance) -> Vec<u32> {
+    let shares = waiting_shares(inst);
     let top = MILLI_PER_GPU as usize;
     let mut reachable = vec![false; top + 1];
     reachable[0] = true;
