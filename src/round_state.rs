@@ -61,6 +61,13 @@ pub struct RoundState<'a> {
     /// free count filed there.
     free_by_rack: Vec<Vec<u32>>,
     free_filed: Vec<u32>,
+    /// Per rack and type id: the nodes that may have a whole GPU for some job (free, or freed
+    /// by preemption), by CPU left and by memory left (`i64::MAX` where the node has no size
+    /// for it), and per node what was filed there ([`RoundState::rack_may_fit`]).
+    room_by_rack: Vec<Vec<RackRoom>>,
+    /// Per rack: the type ids its nodes have (an index into `room_by_rack[rack]`'s types).
+    types_in_rack: Vec<Vec<usize>>,
+    room_filed: Vec<Option<(i64, i64)>>,
     index_key: Vec<(bool, u32)>,
     /// The least CPU and memory per GPU any pending job holding GPUs asks (0: none asks any):
     /// a node left with less than that per free GPU strands those GPUs.
@@ -70,6 +77,14 @@ pub struct RoundState<'a> {
     pub least_sharer_milli: u32,
     /// The decisions so far.
     pub assignment: Assignment,
+}
+
+/// The nodes of one rack and GPU type that may have a whole GPU for some job, by CPU left
+/// and by memory left ([`RoundState::rack_may_fit`]).
+#[derive(Debug, Clone, Default)]
+struct RackRoom {
+    cpu: std::collections::BTreeSet<(i64, NodeIx)>,
+    mem: std::collections::BTreeSet<(i64, NodeIx)>,
 }
 
 /// A shared GPU's key in [`RoundState::shared_by_room`]: milli left, whether its node is
@@ -132,6 +147,12 @@ impl<'a> RoundState<'a> {
                 inst.nodes.iter().map(|n| n.rack + 1).max().unwrap_or(0)
             ],
             free_filed: vec![0; inst.nodes.len()],
+            room_by_rack: vec![
+                vec![RackRoom::default(); types.len()];
+                inst.nodes.iter().map(|n| n.rack + 1).max().unwrap_or(0)
+            ],
+            room_filed: vec![None; inst.nodes.len()],
+            types_in_rack: Vec::new(),
             node_type,
             freed_nodes: Default::default(),
             index_key: vec![(false, 0); inst.nodes.len()],
@@ -160,6 +181,13 @@ impl<'a> RoundState<'a> {
             held,
             assignment: Assignment::default(),
         };
+        state.types_in_rack = vec![Vec::new(); state.free_by_rack.len()];
+        for n in 0..inst.nodes.len() {
+            let in_rack = &mut state.types_in_rack[inst.nodes[n].rack];
+            if !in_rack.contains(&state.node_type[n]) {
+                in_rack.push(state.node_type[n]);
+            }
+        }
         for n in 0..inst.nodes.len() {
             let key = state.index_key_of(n);
             state.index_key[n] = key;
@@ -179,6 +207,40 @@ impl<'a> RoundState<'a> {
         let sum = &mut self.free_by_rack[rack][t];
         *sum = *sum - self.free_filed[n] + self.free[n];
         self.free_filed[n] = self.free[n];
+        let room = &mut self.room_by_rack[rack][t];
+        if let Some((cpu, mem)) = self.room_filed[n].take() {
+            room.cpu.remove(&(cpu, n));
+            room.mem.remove(&(mem, n));
+        }
+        if self.free[n] > 0 || !self.freed[n].is_empty() {
+            let left = |r: Option<i64>| r.unwrap_or(i64::MAX);
+            let (cpu, mem) = (left(self.cpu_free[n]), left(self.mem_free[n]));
+            room.cpu.insert((cpu, n));
+            room.mem.insert((mem, n));
+            self.room_filed[n] = Some((cpu, mem));
+        }
+    }
+
+    /// Whether some node of `rack` of a type in `mask` may offer GPU job `job` a whole GPU
+    /// with the CPU and memory it has left: false when no node with a free or freed GPU has
+    /// the CPU one GPU of the job needs, or none the memory, so the rack's nodes need not be
+    /// looked at (every one would offer none, [`RoundState::gpus_fitting`]).
+    pub fn rack_may_fit(&self, rack: usize, mask: &[bool], job: &PendingJob) -> bool {
+        let per_gpu = |total: u64| match total {
+            0 => i64::MIN,
+            t => t.div_ceil(u64::from(job.gpus.max(1))).min(i64::MAX as u64) as i64,
+        };
+        let (cpu, mem) = (per_gpu(job.cpu_milli), per_gpu(job.memory_mib));
+        let most = |set: &std::collections::BTreeSet<(i64, NodeIx)>| set.last().map(|k| k.0);
+        let Some(types) = self.types_in_rack.get(rack) else {
+            return false;
+        };
+        types.iter().any(|&t| {
+            let room = &self.room_by_rack[rack][t];
+            mask.get(t).copied().unwrap_or(false)
+                && most(&room.cpu).is_some_and(|c| c >= cpu)
+                && most(&room.mem).is_some_and(|m| m >= mem)
+        })
     }
 
     /// The most whole GPUs a job of priority `prio` may take on one node of a type in `mask`

@@ -533,7 +533,8 @@ fn place_by_preemption(
     else {
         return PlaceOutcome::NoRoom;
     };
-    let Some((set, chosen)) = drop_unneeded_victims(&mut trial, topo, j, set, chosen, pays) else {
+    let Some((set, chosen)) = drop_unneeded_victims(&mut trial, topo, j, &mask, set, chosen, pays)
+    else {
         return PlaceOutcome::NoRoom;
     };
     let cost: f64 = chosen
@@ -617,6 +618,69 @@ fn victim_candidates(
         .collect()
 }
 
+/// The nodes running job k holds GPUs on, each once.
+fn victim_nodes(inst: &Instance, k: usize) -> Vec<NodeIx> {
+    let mut on: Vec<NodeIx> = inst.running[k].gpus.iter().map(|(n, _)| *n).collect();
+    on.sort_unstable();
+    on.dedup();
+    on
+}
+
+/// The whole GPUs job j could take on `nodes` of its types with the CPU and memory each has
+/// left ([`RoundState::whole_gpus_for`]).
+fn fitting_on(
+    state: &RoundState,
+    topo: &Topology,
+    j: usize,
+    mask: &[bool],
+    nodes: &[NodeIx],
+) -> u32 {
+    let job = &state.inst.pending[j];
+    nodes
+        .iter()
+        .filter(|&&n| mask[topo.node_type[n]])
+        .map(|&n| state.whole_gpus_for(n, job).1)
+        .sum()
+}
+
+/// Victims preempted for job j in a trial, with the whole GPUs the job could take over the
+/// cluster with the CPU and memory left (`u32::MAX` for a sharer, which whole-GPU counts do
+/// not bound): below the gang, no placement exists, so no search is needed to know it.
+struct Victims {
+    chosen: Vec<usize>,
+    fitting: u32,
+}
+
+impl Victims {
+    /// Preempt (`go`) or bring back running job k in `trial`, the count kept up to date over
+    /// k's nodes.
+    fn toggle(
+        &mut self,
+        trial: &mut Transaction,
+        topo: &Topology,
+        j: usize,
+        mask: &[bool],
+        k: usize,
+        go: bool,
+    ) {
+        let on = victim_nodes(trial.inst, k);
+        let counted = self.fitting != u32::MAX;
+        let before = if counted {
+            fitting_on(trial, topo, j, mask, &on)
+        } else {
+            0
+        };
+        if go {
+            trial.preempt(k);
+        } else {
+            trial.unpreempt(k);
+        }
+        if counted {
+            self.fitting = self.fitting - before + fitting_on(trial, topo, j, mask, &on);
+        }
+    }
+}
+
 /// Preempt `candidates` in order until job j fits; its placement and the victims preempted,
 /// or `None` when even all of them leave it without room (or GPUs enough). `room`: the whole
 /// GPUs free to the job before any victim goes, and those of them the CPU and memory left on
@@ -632,46 +696,29 @@ fn preempt_until_fits(
     mask: &[bool],
     candidates: &[usize],
     room: (u32, u32),
-) -> Option<(GpuSet, Vec<usize>)> {
+) -> Option<(GpuSet, Victims)> {
     let inst = trial.inst;
     let job = &inst.pending[j];
     let victim_gpus = |k: usize| whole_gpus_held(inst, topo, mask, k);
-    let accepted = |n: &NodeIx| mask[topo.node_type[*n]];
     // GPUs the job may take, with the victims so far gone.
     let mut reachable = room.0;
     if reachable + candidates.iter().map(|&k| victim_gpus(k)).sum::<u32>() < job.gpus {
         return None;
     }
     // A sharer may go on a shared GPU, which whole-GPU counts do not see.
-    let counts_bind = !job.is_sharer();
-    let fitting_on = |t: &Transaction, nodes: &[NodeIx]| -> u32 {
-        nodes
-            .iter()
-            .filter(|n| accepted(n))
-            .map(|&n| t.whole_gpus_for(n, job).1)
-            .sum()
+    let fitting = if job.is_sharer() { u32::MAX } else { room.1 };
+    let mut victims = Victims {
+        chosen: Vec::new(),
+        fitting,
     };
-    let mut fitting = if counts_bind { room.1 } else { u32::MAX };
-    let mut chosen = Vec::new();
     // A gang over several nodes is searched for after 1, 2, 4, ... victims (each search scans
     // the cluster); the unneeded victims are dropped afterwards.
     let several = job.node_limit() > 1;
     for (i, &k) in candidates.iter().enumerate() {
-        let mut on: Vec<NodeIx> = inst.running[k].gpus.iter().map(|(n, _)| *n).collect();
-        on.sort_unstable();
-        on.dedup();
-        let before = if counts_bind {
-            fitting_on(trial, &on)
-        } else {
-            0
-        };
-        trial.preempt(k);
-        chosen.push(k);
+        victims.toggle(trial, topo, j, mask, k, true);
+        victims.chosen.push(k);
         reachable += victim_gpus(k);
-        if counts_bind {
-            fitting = fitting - before + fitting_on(trial, &on);
-        }
-        if reachable < job.gpus || fitting < job.gpus {
+        if reachable < job.gpus || victims.fitting < job.gpus {
             continue;
         }
         if several && !(i + 1).is_power_of_two() && i + 1 < candidates.len() {
@@ -687,7 +734,7 @@ fn preempt_until_fits(
             continue;
         }
         if let Some(set) = find_placement(trial, topo, j) {
-            return Some((set, chosen));
+            return Some((set, victims));
         }
     }
     None
@@ -695,36 +742,47 @@ fn preempt_until_fits(
 
 /// Undo the preemptions the placement of job j does not need, most expensive first, with the
 /// placement found without them. A victim on no node of the placement is dropped without a
-/// new search: the placement stands without it. `None` once the victims found needed cost
-/// more than `pays` allows: every victim kept so far stays in the end, so the placement
-/// cannot pay (the job's spread only adds to what it must beat).
+/// new search: the placement stands without it; one whose return leaves the job fewer GPUs
+/// with CPU and memory than the gang asks is kept without one: no placement exists then.
+/// `None` once the victims found needed cost more than `pays` allows: every victim kept so
+/// far stays in the end, so the placement cannot pay (the job's spread only adds to what it
+/// must beat).
 fn drop_unneeded_victims(
     trial: &mut Transaction,
     topo: &Topology,
     j: usize,
+    mask: &[bool],
     mut set: GpuSet,
-    mut chosen: Vec<usize>,
+    mut victims: Victims,
     pays: impl Fn(f64) -> bool,
 ) -> Option<(GpuSet, Vec<usize>)> {
     let inst = trial.inst;
+    let gpus = inst.pending[j].gpus;
     let mut needed = 0.0;
-    for &k in chosen.clone().iter().rev() {
-        trial.unpreempt(k);
+    for &k in victims.chosen.clone().iter().rev() {
+        let kept_fitting = victims.fitting;
+        victims.toggle(trial, topo, j, mask, k, false);
         if inst.running[k]
             .gpus
             .iter()
             .all(|(n, _)| !set.contains_key(n))
         {
-            chosen.retain(|&v| v != k);
+            victims.chosen.retain(|&v| v != k);
             continue;
         }
-        match find_placement(trial, topo, j) {
+        let found = if victims.fitting < gpus {
+            None
+        } else {
+            find_placement(trial, topo, j)
+        };
+        match found {
             Some(s) => {
-                chosen.retain(|&v| v != k);
+                victims.chosen.retain(|&v| v != k);
                 set = s;
             }
             None => {
                 trial.preempt(k);
+                victims.fitting = kept_fitting;
                 needed += victim_cost(inst, &inst.running[k]);
                 if !pays(needed) {
                     return None;
@@ -732,7 +790,7 @@ fn drop_unneeded_victims(
             }
         }
     }
-    Some((set, chosen))
+    Some((set, victims.chosen))
 }
 
 #[cfg(test)]

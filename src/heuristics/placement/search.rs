@@ -257,25 +257,34 @@ impl<'s, 'a> GangSearch<'s, 'a> {
     }
 
     /// Turn a search of racks alone into a search of every level, as [`GangSearch::new`]
-    /// makes it: the racks not seen yet are looked at, and the pods' and the cluster's counts
-    /// are summed from what every node offers.
+    /// makes it: the racks not seen yet are looked at, the pods' and the cluster's free GPUs
+    /// summed from the racks', and their other counts from what every node offers (a rack
+    /// passed over for want of CPU or memory offers nothing).
     fn see_the_rest(&mut self) {
-        let racks = self.topo.domains[Level::Rack as usize].len();
+        let topo = self.topo;
+        let racks = topo.domains[Level::Rack as usize].len();
         for d in 0..racks {
             self.see_rack(Level::Rack, d);
         }
         self.racks_seen = None;
         let (pod, cluster) = (Level::Pod as usize, Level::Cluster as usize);
-        let pods = self.topo.domains[pod].len();
+        let pods = topo.domains[pod].len();
         for (l, domains) in [(pod, pods), (cluster, 1)] {
             self.reach[l] = vec![0; domains];
             self.fit_reach[l] = vec![0; domains];
             self.widest[l] = vec![0; domains];
         }
+        for (d, nodes) in topo.domains[Level::Rack as usize].iter().enumerate() {
+            let free = self.reach[Level::Rack as usize][d];
+            if let Some(&n) = nodes.first() {
+                self.reach[pod][topo.pod_of[n]] += free;
+                self.reach[cluster][0] += free;
+            }
+        }
         let offers: Vec<Offer> = self.offer.offered().collect();
         for o in offers {
-            self.count(pod, self.topo.pod_of[o.n], o, true);
-            self.count(cluster, 0, o, true);
+            self.count(pod, topo.pod_of[o.n], o, false);
+            self.count(cluster, 0, o, false);
         }
         self.settle();
     }
@@ -290,6 +299,9 @@ impl<'s, 'a> GangSearch<'s, 'a> {
             return;
         }
         seen[d] = true;
+        if !self.state.rack_may_fit(d, self.mask, self.job) {
+            return;
+        }
         let topo = self.topo;
         for &n in &topo.domains[Level::Rack as usize][d] {
             if !self.state.has_whole_gpus(n, self.mask) {
@@ -782,49 +794,100 @@ mod tests {
             } else if gpus % 4 == 0 && rng.gen_bool(0.3) {
                 shape += ", gpus_per_node: 4";
             }
-            let cpu = rng.gen_range(0..5) * 4000;
-            yaml += &format!("  - {{id: j{j}, gpus: {gpus}, cpu_milli: {cpu}{shape}}}\n");
+            // Some ask so much CPU per GPU that whole racks offer them nothing.
+            let cpu = if rng.gen_bool(0.4) {
+                gpus * rng.gen_range(1..10) * 1000
+            } else {
+                rng.gen_range(0..5) * 4000
+            };
+            let priority = rng.gen_range(0..2);
+            yaml += &format!(
+                "  - {{id: j{j}, gpus: {gpus}, cpu_milli: {cpu}, priority: {priority}{shape}}}\n"
+            );
         }
         yaml
+    }
+
+    /// Racks passed over for want of CPU ([`RoundState::rack_may_fit`] false) offer the job
+    /// nothing on any node; counts those racks.
+    fn racks_passed_over(
+        state: &RoundState,
+        topo: &Topology,
+        job: &PendingJob,
+        mask: &[bool],
+    ) -> usize {
+        let racks = &topo.domains[Level::Rack as usize];
+        let passed: Vec<&Vec<NodeIx>> = (0..racks.len())
+            .filter(|&d| !state.rack_may_fit(d, mask, job))
+            .map(|d| &racks[d])
+            .collect();
+        for &n in passed.iter().copied().flatten() {
+            assert_eq!(state.whole_gpus_for(n, job).1, 0, "{} on node {n}", job.id);
+        }
+        passed.len()
+    }
+
+    /// Asserts that the search of racks first finds what the full search finds at every
+    /// level; whether a rack held the job.
+    fn racks_first_is_the_full_search(
+        state: &RoundState,
+        topo: &Topology,
+        job: &PendingJob,
+        yaml: &str,
+    ) -> bool {
+        let mask = topo.type_mask(job);
+        let mut full = GangSearch::new(state, topo, job, &mask, Nodes::All);
+        let mut alone = GangSearch::racks_only(state, topo, job, &mask);
+        let in_a_rack = full.best_at(Level::Rack);
+        assert_eq!(
+            alone.best_at(Level::Rack),
+            in_a_rack,
+            "{} in\n{yaml}",
+            job.id
+        );
+        // Seen through, the racks' search is the full one at every level.
+        alone.see_the_rest();
+        assert_eq!(
+            (alone.fitting, alone.within_node_limit, alone.fewest_nodes),
+            (full.fitting, full.within_node_limit, full.fewest_nodes),
+            "{}",
+            job.id
+        );
+        for level in [Level::Pod, Level::Cluster] {
+            assert_eq!(alone.best_at(level), full.best_at(level), "{}", job.id);
+        }
+        in_a_rack.is_some()
     }
 
     #[test]
     fn racks_first_find_what_the_full_search_finds() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        let mut found = 0;
+        let (mut found, mut passed_over) = (0, 0);
         for _ in 0..60 {
             let racks = rng.gen_range(1..6);
             let yaml = random_round(&mut rng, racks);
             let inst = parse_instance(&yaml, "racks", &ModelLibrary::builtin()).unwrap();
             let topo = Topology::new(&inst);
             let before = crate::state::ClusterState::new(&inst);
-            let state = RoundState::new(&inst, &before);
-            for job in &inst.pending {
+            let mut state = RoundState::new(&inst, &before);
+            // Victims free GPUs for the jobs of priority 1 (and change the racks' counts).
+            for k in 0..inst.running.len() {
+                if rng.gen_bool(0.2) {
+                    state.preempt(k);
+                }
+            }
+            for (j, job) in inst.pending.iter().enumerate() {
                 let mask = topo.type_mask(job);
-                let mut full = GangSearch::new(&state, &topo, job, &mask, Nodes::All);
-                let mut alone = GangSearch::racks_only(&state, &topo, job, &mask);
-                let in_a_rack = full.best_at(Level::Rack);
-                assert_eq!(
-                    alone.best_at(Level::Rack),
-                    in_a_rack,
-                    "{} in\n{yaml}",
-                    job.id
-                );
-                found += usize::from(in_a_rack.is_some());
-                // Seen through, the racks' search is the full one at every level.
-                alone.see_the_rest();
-                assert_eq!(
-                    (alone.fitting, alone.within_node_limit, alone.fewest_nodes),
-                    (full.fitting, full.within_node_limit, full.fewest_nodes),
-                    "{}",
-                    job.id
-                );
-                for level in [Level::Pod, Level::Cluster] {
-                    assert_eq!(alone.best_at(level), full.best_at(level), "{}", job.id);
+                passed_over += racks_passed_over(&state, &topo, job, &mask);
+                found += usize::from(racks_first_is_the_full_search(&state, &topo, job, &yaml));
+                // The next job searches a state with this one placed.
+                if let Some(set) = find_placement(&state, &topo, j) {
+                    state.commit(j, set);
                 }
             }
         }
         assert!(found > 50, "only {found} gangs found a rack");
+        assert!(passed_over > 50, "only {passed_over} racks passed over");
     }
 
     #[test]
