@@ -316,6 +316,29 @@ fn write_model_writes_an_lp_file() {
 }
 
 #[test]
+fn mip_flags_with_a_planner_that_solves_no_mip_say_so() {
+    let q = quickstart();
+    let solve = |planner: &str, flags: &[&str]| {
+        let mut args = vec!["solve", q.to_str().unwrap(), "--planner", planner];
+        args.extend_from_slice(flags);
+        let out = gangplan(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let flags = ["--gap", "0.05", "--formulation", "per-node"];
+    let err = solve("greedy", &flags);
+    for flag in ["--gap 0.05", "--formulation per-node"] {
+        assert!(
+            err.contains(&format!("{flag}: the greedy planner solves no MIP")),
+            "{err}"
+        );
+    }
+    // The ILP uses them, and `auto` is the default: no note.
+    assert!(!solve("ilp", &flags).contains("solves no MIP"));
+    assert!(!solve("fifo", &["--formulation", "auto"]).contains("solves no MIP"));
+}
+
+#[test]
 fn write_model_with_a_planner_that_builds_none_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let lp = dir.path().join("round.lp");

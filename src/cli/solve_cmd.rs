@@ -46,7 +46,8 @@ pub struct SolveArgs {
     /// Seconds for the whole command, read to write; overrides policy.time_limit.
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub time_limit: Option<f64>,
-    /// Relative MIP gap at which to stop (0.01 = 1%); overrides policy.mip_gap.
+    /// Relative MIP gap at which to stop (0.01 = 1%); overrides policy.mip_gap. Only
+    /// `--planner ilp` solves a MIP: with any other planner a note says the gap is not used.
     #[arg(long, value_name = "G", allow_negative_numbers = true)]
     pub gap: Option<f64>,
     /// Which planner.
@@ -59,7 +60,8 @@ pub struct SolveArgs {
     #[arg(long, value_name = "DIR")]
     pub models: Option<PathBuf>,
     /// MIP formulation: `auto` picks the exact per-node model for rounds whose (job, node)
-    /// columns stay under 20,000 and the aggregated model above.
+    /// columns stay under 20,000 and the aggregated model above. Only `--planner ilp` uses
+    /// it (with any other planner a note says so).
     #[arg(long, value_enum, default_value_t = FormulationArg::Auto)]
     pub formulation: FormulationArg,
     /// Also write the MIP as .mps or .lp (by extension) to reproduce the solve elsewhere. Only
@@ -116,7 +118,8 @@ fn check_model_folder(path: &std::path::Path) -> Result<(), Failure> {
 
 /// `--write-model FILE`: a .mps or .lp file in an existing folder. A planner other than
 /// `ilp` builds no model: a note says that nothing is written there, as the option is
-/// otherwise accepted with every planner (like `--gap` and `--formulation`).
+/// otherwise accepted with every planner (`--gap` and `--formulation` alike,
+/// [`note_mip_flags_unused`]).
 fn check_write_model(path: &std::path::Path, planner: PlannerKind) -> Result<(), Failure> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if ext != "mps" && ext != "lp" {
@@ -140,6 +143,27 @@ fn check_write_model(path: &std::path::Path, planner: PlannerKind) -> Result<(),
     Ok(())
 }
 
+/// `--gap` and a `--formulation` other than `auto` shape the MIP, which only `--planner ilp`
+/// solves: with another planner a note says they go unused (the solve goes on).
+fn note_mip_flags_unused(a: &SolveArgs) {
+    if a.planner == PlannerKind::Ilp {
+        return;
+    }
+    let unused = [
+        a.gap.map(|g| format!("--gap {g}")),
+        (a.formulation != FormulationArg::Auto).then(|| {
+            let f = a.formulation.to_possible_value();
+            format!("--formulation {}", f.as_ref().map_or("?", |v| v.get_name()))
+        }),
+    ];
+    for flag in unused.into_iter().flatten() {
+        super::note(format!(
+            "{flag}: the {} planner solves no MIP, so it is not used (only --planner ilp uses it)",
+            a.planner.name()
+        ));
+    }
+}
+
 /// Run `solve`.
 pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     let started = Instant::now();
@@ -159,6 +183,7 @@ pub fn run(a: SolveArgs) -> Result<i32, Failure> {
     if let Some(w) = &a.write_model {
         check_write_model(w, a.planner)?;
     }
+    note_mip_flags_unused(&a);
     let models = match &a.models {
         Some(dir) => ModelLibrary::with_dir(dir).map_err(Failure::from_lib)?,
         None => ModelLibrary::builtin(),
