@@ -7,6 +7,8 @@
 //! - [`best_fit`]: the one-node choices by best fit (in use before empty, fewest left).
 //! - [`scorer`]: [`NodeScorer`], which of the two rules picks a job's node.
 //! - [`nodes`]: [`Nodes`], the nodes a placement may use (all, or a few listed).
+//! - `offers`: what each node offers a gang search, and the packing of a gang over a
+//!   domain's offers.
 //! - [`search`]: [`find_placement`], a job's node(s): one node by the scorer, else the
 //!   tightest topology domain that holds the gang; [`find_placement_on`] the same on a few
 //!   listed nodes ([`Nodes`]).
@@ -18,6 +20,7 @@ pub mod best_fit;
 pub mod fragmentation;
 pub mod free;
 pub mod nodes;
+mod offers;
 pub mod scorer;
 pub mod search;
 
