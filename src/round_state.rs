@@ -81,10 +81,35 @@ pub struct RoundState<'a> {
 
 /// The nodes of one rack and GPU type that may have a whole GPU for some job, by CPU left
 /// and by memory left ([`RoundState::rack_may_fit`]).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct RackRoom {
     cpu: std::collections::BTreeSet<(i64, NodeIx)>,
     mem: std::collections::BTreeSet<(i64, NodeIx)>,
+    /// The most CPU and the most memory any of them has left (`None` where none is filed).
+    most: Option<(i64, i64)>,
+}
+
+impl RackRoom {
+    /// Take node n's entries out (as filed: `filed`), file it with `now` (if any), and keep
+    /// `most` up to date.
+    fn refile(&mut self, n: NodeIx, filed: Option<(i64, i64)>, now: Option<(i64, i64)>) {
+        if filed == now {
+            return;
+        }
+        if let Some((cpu, mem)) = filed {
+            self.cpu.remove(&(cpu, n));
+            self.mem.remove(&(mem, n));
+        }
+        if let Some((cpu, mem)) = now {
+            self.cpu.insert((cpu, n));
+            self.mem.insert((mem, n));
+        }
+        self.most = self
+            .cpu
+            .last()
+            .zip(self.mem.last())
+            .map(|(c, m)| (c.0, m.0));
+    }
 }
 
 /// A shared GPU's key in [`RoundState::shared_by_room`]: milli left, whether its node is
@@ -148,7 +173,14 @@ impl<'a> RoundState<'a> {
             ],
             free_filed: vec![0; inst.nodes.len()],
             room_by_rack: vec![
-                vec![RackRoom::default(); types.len()];
+                vec![
+                    RackRoom {
+                        cpu: Default::default(),
+                        mem: Default::default(),
+                        most: None,
+                    };
+                    types.len()
+                ];
                 inst.nodes.iter().map(|n| n.rack + 1).max().unwrap_or(0)
             ],
             room_filed: vec![None; inst.nodes.len()],
@@ -207,18 +239,11 @@ impl<'a> RoundState<'a> {
         let sum = &mut self.free_by_rack[rack][t];
         *sum = *sum - self.free_filed[n] + self.free[n];
         self.free_filed[n] = self.free[n];
-        let room = &mut self.room_by_rack[rack][t];
-        if let Some((cpu, mem)) = self.room_filed[n].take() {
-            room.cpu.remove(&(cpu, n));
-            room.mem.remove(&(mem, n));
-        }
-        if self.free[n] > 0 || !self.freed[n].is_empty() {
-            let left = |r: Option<i64>| r.unwrap_or(i64::MAX);
-            let (cpu, mem) = (left(self.cpu_free[n]), left(self.mem_free[n]));
-            room.cpu.insert((cpu, n));
-            room.mem.insert((mem, n));
-            self.room_filed[n] = Some((cpu, mem));
-        }
+        let left = |r: Option<i64>| r.unwrap_or(i64::MAX);
+        let now = (self.free[n] > 0 || !self.freed[n].is_empty())
+            .then(|| (left(self.cpu_free[n]), left(self.mem_free[n])));
+        self.room_by_rack[rack][t].refile(n, self.room_filed[n], now);
+        self.room_filed[n] = now;
     }
 
     /// Whether some node of `rack` of a type in `mask` may offer GPU job `job` a whole GPU
@@ -231,15 +256,14 @@ impl<'a> RoundState<'a> {
             t => t.div_ceil(u64::from(job.gpus.max(1))).min(i64::MAX as u64) as i64,
         };
         let (cpu, mem) = (per_gpu(job.cpu_milli), per_gpu(job.memory_mib));
-        let most = |set: &std::collections::BTreeSet<(i64, NodeIx)>| set.last().map(|k| k.0);
         let Some(types) = self.types_in_rack.get(rack) else {
             return false;
         };
         types.iter().any(|&t| {
-            let room = &self.room_by_rack[rack][t];
             mask.get(t).copied().unwrap_or(false)
-                && most(&room.cpu).is_some_and(|c| c >= cpu)
-                && most(&room.mem).is_some_and(|m| m >= mem)
+                && self.room_by_rack[rack][t]
+                    .most
+                    .is_some_and(|(most_cpu, most_mem)| most_cpu >= cpu && most_mem >= mem)
         })
     }
 
