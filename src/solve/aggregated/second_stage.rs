@@ -129,10 +129,11 @@ pub fn second_stage(
         .copied()
         .filter(|j| chosen.contains(j))
         .collect();
-    let relocated = relocate(inst, topo, &assignment, &insert, budget.relocation_until());
-    let relocated_objective = evaluate(inst, topo, &relocated).total();
-    if relocated_objective > objective + TOLERANCE {
-        (objective, assignment) = (relocated_objective, relocated);
+    if let Some(relocated) = relocate(inst, topo, &assignment, &insert, budget.relocation_until()) {
+        let relocated_objective = evaluate(inst, topo, &relocated).total();
+        if relocated_objective > objective + TOLERANCE {
+            (objective, assignment) = (relocated_objective, relocated);
+        }
     }
     tracing::debug!(
         seconds = stage_started.elapsed().as_secs_f64(),
@@ -193,7 +194,11 @@ fn placement_passes(
             let (mut obj, mut a) = scored(sequence);
             let mut sequence = sequence.clone();
             for round in 0..PROMOTE_ROUNDS {
-                if round > 0 && !Budget::pass_fits(greedy_took, budget.passes_until()) {
+                // A pass started past the work deadline places no job: it is not started
+                // (at 100k GPUs its setup and scoring alone ran 0.1-0.2 s past the deadline).
+                let no_time = Instant::now() >= budget.work_until();
+                if no_time || (round > 0 && !Budget::pass_fits(greedy_took, budget.passes_until()))
+                {
                     break;
                 }
                 let (waiting, rest): (Vec<usize>, Vec<usize>) = sequence

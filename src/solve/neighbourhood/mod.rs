@@ -73,8 +73,6 @@ pub fn improve(
     budget: &Budget,
     start: (f64, Assignment),
 ) -> Improved {
-    let order = greedy_order(inst, Order::ValuePerGpu);
-    let groups = choose::neighbourhoods(inst);
     let (start_objective, start_plan) = start;
     let mut best = Improved {
         objective: start_objective,
@@ -84,6 +82,14 @@ pub fn improve(
         cut_short: false,
     };
     let until = budget.search_until();
+    // With no time left for one cut, nothing is built (the neighbourhoods of a 100k-GPU round
+    // take tens of milliseconds to list).
+    if Budget::cut_time_limit(until, 1).is_none() {
+        best.cut_short = true;
+        return best;
+    }
+    let order = greedy_order(inst, Order::ValuePerGpu);
+    let groups = choose::neighbourhoods(inst);
     let mut fruitless = 0;
     'passes: for _ in 0..MAX_PASSES {
         let idle = choose::idle_gpus(inst, &best.plan);
