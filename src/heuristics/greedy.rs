@@ -840,6 +840,107 @@ pending:
         assert_eq!(portfolio(&inst, &topo, None).placed, scarce.placed);
     }
 
+    /// A round of `nodes` 8-GPU nodes of 64 CPUs full of preemptible running jobs of 1-4 GPUs
+    /// and random CPU and checkpoint costs, and gangs of 2-24 GPUs of higher priority asking
+    /// 1-12 CPUs per GPU, some on at most 2 nodes.
+    fn crowded_round(rng: &mut rand_chacha::ChaCha8Rng, nodes: usize) -> String {
+        use rand::Rng;
+        let mut yaml = String::from("nodes:\n");
+        for n in 0..nodes {
+            yaml += &format!(
+                "  - {{name: n{n}, gpus: 8, cpu_milli: 64000, rack: r{}}}\n",
+                n / 3
+            );
+        }
+        yaml += "running:\n";
+        for n in 0..nodes {
+            let mut g = rng.gen_range(0..3);
+            while g < 8 {
+                let take = rng.gen_range(1..=4).min(8 - g);
+                let gpus: Vec<String> = (g..g + take).map(|x| x.to_string()).collect();
+                let (cpu, cost) = (rng.gen_range(1..16) * 1000, rng.gen_range(1..20) * 600);
+                yaml += &format!(
+                    "  - {{id: r{n}x{g}, gpus: {{n{n}: [{}]}}, cpu_milli: {cpu}, preemptible: true, checkpoint_cost: {cost}}}\n",
+                    gpus.join(", ")
+                );
+                g += take + rng.gen_range(0..2);
+            }
+        }
+        yaml += "pending:\n";
+        for j in 0..10 {
+            let gpus = rng.gen_range(2..=24);
+            let cpu = gpus * rng.gen_range(1..=12) * 1000;
+            let limit = if rng.gen_bool(0.3) {
+                ", max_nodes: 2"
+            } else {
+                ""
+            };
+            yaml += &format!(
+                "  - {{id: j{j}, gpus: {gpus}, cpu_milli: {cpu}, priority: 5, wait: 36000{limit}}}\n"
+            );
+        }
+        yaml
+    }
+
+    /// What a trial's drop phase kept (placement and victims, `None` where it cannot pay),
+    /// and how many victims the trial had preempted before it.
+    type Dropped = (Option<(GpuSet, Vec<usize>)>, usize);
+
+    /// The victims a trial preempted for job j and the placement found, after the unneeded
+    /// ones went: with the count of GPUs with CPU and memory kept (`counted`), or with every
+    /// return searched for.
+    fn dropped(
+        state: &mut RoundState,
+        topo: &Topology,
+        j: usize,
+        counted: bool,
+    ) -> Option<Dropped> {
+        let inst = state.inst;
+        let job = &inst.pending[j];
+        let mask = topo.type_mask(job);
+        let candidates = victim_candidates(state, topo, j, &mask, &victims_by_cost(inst));
+        let room = (0..inst.nodes.len())
+            .filter(|&n| mask[topo.node_type[n]])
+            .map(|n| state.whole_gpus_for(n, job))
+            .fold((0, 0), |(free, fit), (f, c)| (free + f, fit + c));
+        let mut trial = state.transaction();
+        let (set, mut victims) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates, room)?;
+        let tried = victims.chosen.len();
+        if !counted {
+            victims.fitting = u32::MAX;
+        }
+        let value = job_value(inst, job);
+        let pays = |cost: f64| value > cost;
+        Some((
+            drop_unneeded_victims(&mut trial, topo, j, &mask, set, victims, pays),
+            tried,
+        ))
+    }
+
+    #[test]
+    fn victims_kept_by_their_count_are_those_a_search_keeps() {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let mut several = 0;
+        for _ in 0..40 {
+            let yaml = crowded_round(&mut rng, 9);
+            let inst = parse_instance(&yaml, "crowded", &ModelLibrary::builtin()).unwrap();
+            let topo = Topology::new(&inst);
+            let before = ClusterState::new(&inst);
+            let mut state = RoundState::new(&inst, &before);
+            for j in 0..inst.pending.len() {
+                let with_count = dropped(&mut state, &topo, j, true);
+                let searched = dropped(&mut state, &topo, j, false);
+                assert_eq!(with_count, searched, "job {j} in\n{yaml}");
+                several += usize::from(with_count.is_some_and(|(_, tried)| tried > 1));
+            }
+        }
+        assert!(
+            several > 20,
+            "only {several} trials preempted several victims"
+        );
+    }
+
     #[test]
     fn the_least_victim_cost_covers_the_gpus_needed_cheapest_per_gpu_first() {
         let inst = parse_instance(VICTIMS, "victims", &ModelLibrary::builtin()).unwrap();
