@@ -233,7 +233,9 @@ impl<'a> RoundState<'a> {
         state
     }
 
-    /// File node n's free count in its rack's: the difference from what was filed before.
+    /// File node n in its rack's counts: its free GPUs (the difference from what was filed
+    /// before) and, where it may have a whole GPU for some job, its CPU and memory left in the
+    /// rack's room index ([`RoundState::rack_may_fit`]).
     fn file_free_in_rack(&mut self, n: NodeIx) {
         let (rack, t) = (self.inst.nodes[n].rack, self.node_type[n]);
         let sum = &mut self.free_by_rack[rack][t];

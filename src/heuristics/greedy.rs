@@ -517,10 +517,7 @@ fn place_by_preemption(
         return PlaceOutcome::NoRoom;
     }
     // One pass over the cluster: whole GPUs free to the job, and those its CPU and memory allow.
-    let room = (0..inst.nodes.len())
-        .filter(|&n| mask[topo.node_type[n]])
-        .map(|n| state.whole_gpus_for(n, job))
-        .fold((0, 0), |(free, fit), (f, c)| (free + f, fit + c));
+    let room = room_on(state, topo, j, &mask, 0..inst.nodes.len());
     let value = job_value(inst, job);
     let pays = |cost: f64| value > cost * (1.0 + margin);
     let need = job.gpus.saturating_sub(room.0);
@@ -626,21 +623,21 @@ fn victim_nodes(inst: &Instance, k: usize) -> Vec<NodeIx> {
     on
 }
 
-/// The whole GPUs job j could take on `nodes` of its types with the CPU and memory each has
-/// left ([`RoundState::whole_gpus_for`]).
-fn fitting_on(
+/// On `nodes` of the job's types (`mask`): the whole GPUs free to job j, and those of them
+/// the CPU and memory each node has left allow ([`RoundState::whole_gpus_for`], summed).
+fn room_on(
     state: &RoundState,
     topo: &Topology,
     j: usize,
     mask: &[bool],
-    nodes: &[NodeIx],
-) -> u32 {
+    nodes: impl IntoIterator<Item = NodeIx>,
+) -> (u32, u32) {
     let job = &state.inst.pending[j];
     nodes
-        .iter()
-        .filter(|&&n| mask[topo.node_type[n]])
-        .map(|&n| state.whole_gpus_for(n, job).1)
-        .sum()
+        .into_iter()
+        .filter(|&n| mask[topo.node_type[n]])
+        .map(|n| state.whole_gpus_for(n, job))
+        .fold((0, 0), |(free, fit), (f, c)| (free + f, fit + c))
 }
 
 /// Victims preempted for job j in a trial, with the whole GPUs the job could take over the
@@ -666,7 +663,7 @@ impl Victims {
         let on = victim_nodes(trial.inst, k);
         let counted = self.fitting != u32::MAX;
         let before = if counted {
-            fitting_on(trial, topo, j, mask, &on)
+            room_on(trial, topo, j, mask, on.iter().copied()).1
         } else {
             0
         };
@@ -676,7 +673,7 @@ impl Victims {
             trial.unpreempt(k);
         }
         if counted {
-            self.fitting = self.fitting - before + fitting_on(trial, topo, j, mask, &on);
+            self.fitting = self.fitting - before + room_on(trial, topo, j, mask, on).1;
         }
     }
 }
@@ -899,10 +896,7 @@ pending:
         let job = &inst.pending[j];
         let mask = topo.type_mask(job);
         let candidates = victim_candidates(state, topo, j, &mask, &victims_by_cost(inst));
-        let room = (0..inst.nodes.len())
-            .filter(|&n| mask[topo.node_type[n]])
-            .map(|n| state.whole_gpus_for(n, job))
-            .fold((0, 0), |(free, fit), (f, c)| (free + f, fit + c));
+        let room = room_on(state, topo, j, &mask, 0..inst.nodes.len());
         let mut trial = state.transaction();
         let (set, mut victims) = preempt_until_fits(&mut trial, topo, j, &mask, &candidates, room)?;
         let tried = victims.chosen.len();
