@@ -90,4 +90,5 @@ pub mod placement;
 pub mod random;
 pub mod relocate;
 pub mod repack;
+pub mod stop;
 pub mod trade;

@@ -32,6 +32,7 @@
 use super::greedy::{greedy_order, keep_needed_victims, Order};
 use super::move_score::{MoveScore, Ranking};
 use super::placement::{find_placement_on, Nodes};
+use super::stop::StopWhen;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
 use crate::round_state::{RoundState, Transaction};
@@ -42,7 +43,6 @@ use rand::seq::{IteratorRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
 
 /// Moves tried at most on rounds of up to 250 nodes. (On the 48-node rounds of tight-cpu,
 /// skewed-resources, sharers and mixed-types, 77 pending, and their 125-node rounds, 400
@@ -117,17 +117,18 @@ pub struct Repacked {
     pub kept: usize,
     /// Moves kept that left the objective as it was (another arrangement of equal worth).
     pub sideways: usize,
-    /// Whether the deadline ended the search.
+    /// Whether the deadline (or the event that cut it) ended the search.
     pub cut_short: bool,
 }
 
-/// Improve `plan` by ruin-and-recreate moves until `until` (see the module's doc). Returns a
-/// plan whose objective is at least `plan`'s, and what the search did.
+/// Improve `plan` by ruin-and-recreate moves until `until` ([`StopWhen`]: a deadline, or one
+/// cut by an event; see the module's doc). Returns a plan whose objective is at least
+/// `plan`'s, and what the search did.
 pub fn repack(
     inst: &Instance,
     topo: &Topology,
     plan: &Assignment,
-    until: Instant,
+    until: impl StopWhen,
 ) -> (Assignment, Repacked) {
     let before = ClusterState::new(inst);
     let mut state = RoundState::with_plan(inst, &before, plan);
@@ -155,7 +156,7 @@ pub fn repack(
     let mut jobs_on = JobsOn::of(inst, &state);
     let (mut stale, stale_sideways) = (0, most_stale_sideways(inst.nodes.len()));
     while done.tried < most && fruitless < MOST_FRUITLESS {
-        if Instant::now() >= until {
+        if until.reached() {
             done.cut_short = true;
             break;
         }

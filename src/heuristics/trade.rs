@@ -24,6 +24,7 @@
 use super::greedy::keep_needed_victims;
 use super::move_score::{MoveScore, Ranking};
 use super::placement::find_placement;
+use super::stop::StopWhen;
 use crate::assignment::Assignment;
 use crate::instance::{Instance, NodeIx, PendingJob};
 use crate::round_state::{RoundState, Transaction};
@@ -32,7 +33,6 @@ use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
-use std::time::Instant;
 
 /// Most trades kept on one node before the next node is looked at (a node of 8 GPUs needs a
 /// few; the cap bounds a pass on nodes of many GPUs).
@@ -45,13 +45,14 @@ const SWEEPS: usize = 4;
 /// Waiting jobs of one shape looked at on a node before the shape is passed over.
 const SAME_SHAPE_TRIED: usize = 4;
 
-/// Improve `plan` by trades until `until`, node by node in index order. Returns a plan whose
-/// objective is at least `plan`'s, and how many trades were kept.
+/// Improve `plan` by trades until `until` ([`StopWhen`]: a deadline, or one cut by an event),
+/// node by node in index order. Returns a plan whose objective is at least `plan`'s, and how
+/// many trades were kept.
 pub fn trade(
     inst: &Instance,
     topo: &Topology,
     plan: &Assignment,
-    until: Instant,
+    until: impl StopWhen,
 ) -> (Assignment, usize) {
     let before = ClusterState::new(inst);
     let mut state = RoundState::with_plan(inst, &before, plan);
@@ -69,7 +70,7 @@ pub fn trade(
             if state.free[n] == 0 {
                 continue;
             }
-            if Instant::now() >= until {
+            if until.reached() {
                 break;
             }
             nodes += 1;

@@ -116,16 +116,23 @@ fn await_answer<T>(
     solver: Solver,
 ) -> Result<T, Fallback> {
     match rx.recv_timeout(wait) {
-        Ok(Ok(Ok(a))) => Ok(a),
-        Ok(Ok(Err(e))) => Err(Fallback::SolverFailed {
-            solver,
-            error: e.to_string(),
-        }),
-        Ok(Err(_)) => Err(Fallback::Panicked(solver)),
+        Ok(answer) => answer_of(answer, solver),
         Err(_) => Err(Fallback::NoAnswerInTime {
             solver,
             waited: wait,
         }),
+    }
+}
+
+/// A solver thread's answer, or why there is none: its error, or its panic.
+fn answer_of<T>(answer: ThreadAnswer<T>, solver: Solver) -> Result<T, Fallback> {
+    match answer {
+        Ok(Ok(a)) => Ok(a),
+        Ok(Err(e)) => Err(Fallback::SolverFailed {
+            solver,
+            error: e.to_string(),
+        }),
+        Err(_) => Err(Fallback::Panicked(solver)),
     }
 }
 

@@ -261,9 +261,25 @@ impl Fallback {
     }
 }
 
+impl Fallback {
+    /// Why the solver's plan was not used, without what was used instead.
+    pub fn reason(&self) -> impl fmt::Display + '_ {
+        Reason(self)
+    }
+}
+
+/// [`Fallback::reason`].
+struct Reason<'a>(&'a Fallback);
+
 impl fmt::Display for Fallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        write!(f, "{}; greedy plan used", Reason(self))
+    }
+}
+
+impl fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
             Fallback::NoTimeToStart => f.write_str("time limit reached before the MIP could start"),
             Fallback::ThreadNotStarted(e) => write!(f, "could not start the solver thread ({e})"),
             Fallback::SolverFailed { solver, error } => write!(f, "{solver} failed ({error})"),
@@ -291,8 +307,7 @@ impl fmt::Display for Fallback {
             Fallback::NoBetterThanGreedy(_) => {
                 f.write_str("the aggregated model's choice placed no better than greedy")
             }
-        }?;
-        f.write_str("; greedy plan used")
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Solvers that misbehave, shared by the test files that inject them in place of HiGHS.
 
+#![allow(dead_code)] // each test file that injects them uses some of them
+
 use gangplan::model::MipModel;
 use gangplan::solve::{BackendResult, BackendSettings, BackendStatus, MipBackend};
 use std::time::Duration;
