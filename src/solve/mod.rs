@@ -317,7 +317,8 @@ fn solve_both(
             time_limit_hit: a.time_limit_hit || f.time_limit_hit(),
             ..a
         }),
-        (Err(f), Err(_)) => Err(f),
+        // The aggregated model's bound holds for the round when neither plan beat greedy.
+        (Err(f), Err(a)) => Err(f.either(a)),
     }
 }
 

@@ -236,6 +236,27 @@ impl Fallback {
         }
     }
 
+    /// Of two fallbacks of one round (the aggregated path's and the per-node model's after
+    /// it): the one that carries a bound (each solver's bound holds for the round), the lower
+    /// where both do, else this one; the time limit counts as hit where it cut either.
+    pub fn either(self, other: Fallback) -> Fallback {
+        let cut = self.time_limit_hit() || other.time_limit_hit();
+        let mut kept = match (self.bound(), other.bound()) {
+            (None, Some(_)) => other,
+            (Some(a), Some(b)) if b < a => other,
+            _ => self,
+        };
+        if let Fallback::AnswerUnusable { answered, .. }
+        | Fallback::AnswerBrokeRule { answered, .. }
+        | Fallback::BelowGreedy { answered, .. }
+        | Fallback::NoTimeToPlace(answered)
+        | Fallback::NoBetterThanGreedy(answered) = &mut kept
+        {
+            answered.time_limit_hit |= cut;
+        }
+        kept
+    }
+
     /// The solver's bound, when it answered.
     pub fn bound(&self) -> Option<f64> {
         self.answered().and_then(|a| a.bound)
@@ -400,6 +421,31 @@ mod tests {
         for (fallback, text) in cases {
             assert_eq!(fallback.to_string(), text);
         }
+    }
+
+    #[test]
+    fn of_two_fallbacks_the_one_with_a_bound_stays_and_the_time_limit_counts() {
+        let late = || Fallback::NoAnswerInTime {
+            solver: Solver::PerNode,
+            waited: Duration::from_millis(180),
+        };
+        let answered = Answered {
+            bound: Some(12.0),
+            time_limit_hit: false,
+        };
+        let kept = late().either(Fallback::NoBetterThanGreedy(answered));
+        assert_eq!((kept.bound(), kept.time_limit_hit()), (Some(12.0), true));
+        let kept = Fallback::NoBetterThanGreedy(answered).either(late());
+        assert_eq!((kept.bound(), kept.time_limit_hit()), (Some(12.0), true));
+        let lower = Answered {
+            bound: Some(11.0),
+            time_limit_hit: false,
+        };
+        let kept = Fallback::NoTimeToPlace(answered).either(Fallback::NoBetterThanGreedy(lower));
+        assert_eq!(kept.bound(), Some(11.0));
+        let kept = late().either(Fallback::Panicked(Solver::Aggregated));
+        assert_eq!((kept.bound(), kept.time_limit_hit()), (None, true));
+        assert!(kept.to_string().contains("did not return"));
     }
 
     #[test]
