@@ -641,14 +641,27 @@ fn finish_after_a_slow_greedy(
 
 /// On the largest rounds the model's thread places the model's choice itself when it answers
 /// while the greedy is still running: the round gets the aggregated plan even when no time is
-/// left to place the choice after the greedy; a greedy done first leaves the round to it.
+/// left to place the choice after the greedy; a greedy done first leaves the round to the
+/// greedy plan, improved while the model solved where that gained (no choice placed).
 #[test]
 fn a_choice_placed_while_the_greedy_runs_carries_a_round_with_no_time_after_it() {
     let placed = finish_after_a_slow_greedy(true).expect("the early placement is the plan");
     assert!(placed.bound.is_some_and(|b| b + 1e-6 >= placed.objective));
+    assert!(placed.incumbent.is_some(), "the model's choice was placed");
     match finish_after_a_slow_greedy(false) {
         Err(gangplan::solve::Fallback::NoTimeToPlace(_)) => {}
         Err(other) => panic!("expected no time to place, got {other:?}"),
-        Ok(plan) => panic!("no early placement, yet a plan of {}", plan.objective),
+        Ok(plan) => {
+            assert_eq!(
+                plan.incumbent, None,
+                "no early placement, yet a choice placed"
+            );
+            let note = plan.note.as_deref().unwrap_or("");
+            assert!(
+                note.contains("no time left to place the aggregated model's choice")
+                    && note.contains("improved by trades and repacking while the model solved"),
+                "{note}"
+            );
+        }
     }
 }
