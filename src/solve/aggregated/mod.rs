@@ -157,6 +157,7 @@ fn place_and_improve(
         waited_s = waited.elapsed().as_secs_f64(),
         "aggregated model answered"
     );
+    // `greedy` stands above the greedy plan only where it was improved while the model solved.
     let traded_already = greedy_objective < greedy.objective;
     let Some((start, incumbent, from_greedy)) =
         best_traded(inst, topo, budget, greedy, placed, traded_already)
