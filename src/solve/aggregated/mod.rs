@@ -100,8 +100,10 @@ pub fn finish(
 }
 
 /// [`finish`] from `from`, the greedy plan or the plan improved while the model solved
-/// (`greedy_objective`: the greedy plan's, which the round's plan must beat); and whether
-/// the plan returned was grown from `from` rather than from a placed choice.
+/// (`greedy_objective`: the greedy plan's, which the round's plan must beat): the placed
+/// choices ([`placed_choices`]), the best of them traded, repacked and improved neighbourhood
+/// by neighbourhood; and whether the plan returned was grown from `from` rather than from a
+/// placed choice.
 fn place_and_improve(
     first: FirstAnswer<'_>,
     inst: &Arc<Instance>,
@@ -111,52 +113,7 @@ fn place_and_improve(
     greedy_objective: f64,
     backend: &Arc<dyn MipBackend>,
 ) -> Result<(SolverPlan, bool), Fallback> {
-    let waited = Instant::now();
-    let wait = || {
-        budget
-            .work_until()
-            .saturating_duration_since(Instant::now())
-    };
-    // A choice placed early is waited for; the second stage goes on from it where no pass
-    // fits any more (what follows stops at the deadline).
-    let place = |mut a: ModelAnswer| {
-        let early = a
-            .early
-            .take()
-            .and_then(|plan| plan.recv_timeout(wait()).ok());
-        (early.is_some() || budget.can_place_choice(greedy.took))
-            .then(|| Placed::of(inst, topo, budget, greedy, a, early))
-    };
-    let answers = first.channel();
-    let first = first.take(wait())?;
-    let (stage, status, bound) = (first.stage, first.status, first.bound);
-    // The relaxation's choice is placed while the integer model runs.
-    let mut placed: Vec<Placed> = place(first).into_iter().collect();
-    let mut answered = Answered {
-        bound,
-        time_limit_hit: stage == Stage::RelaxationFirst
-            || status == BackendStatus::LimitWithIncumbent,
-    };
-    if stage == Stage::RelaxationFirst {
-        match super::await_answer(answers, wait(), Solver::Aggregated) {
-            Ok(last) => {
-                answered = Answered {
-                    bound: [bound, last.bound].into_iter().flatten().reduce(f64::min),
-                    time_limit_hit: last.status == BackendStatus::LimitWithIncumbent,
-                };
-                if placed.iter().all(|p| p.differs(&last)) {
-                    placed.extend(place(last));
-                }
-            }
-            Err(why) => {
-                tracing::debug!(%why, "the integer model did not answer; the relaxation's choice stands")
-            }
-        }
-    }
-    tracing::debug!(
-        waited_s = waited.elapsed().as_secs_f64(),
-        "aggregated model answered"
-    );
+    let (placed, mut answered) = placed_choices(first, inst, topo, budget, greedy)?;
     // `greedy` stands above the greedy plan only where it was improved while the model solved.
     let traded_already = greedy_objective < greedy.objective;
     let Some((start, incumbent, from_greedy)) =
@@ -185,6 +142,65 @@ fn place_and_improve(
         incumbent: Some(incumbent),
     };
     Ok((plan, from_greedy))
+}
+
+/// The model's answers, waited for until the work deadline, each choice placed while the
+/// time the greedy took, halved, still fits (or placed early on the model's thread): the
+/// relaxation's while the integer model runs, then the integer model's where it differs;
+/// and what the answers report (the lower bound).
+fn placed_choices(
+    first: FirstAnswer<'_>,
+    inst: &Instance,
+    topo: &Topology,
+    budget: &Budget,
+    greedy: &GreedyPlan,
+) -> Result<(Vec<Placed>, Answered), Fallback> {
+    let waited = Instant::now();
+    let wait = || {
+        budget
+            .work_until()
+            .saturating_duration_since(Instant::now())
+    };
+    // A choice placed early is waited for; the second stage goes on from it where no pass
+    // fits any more (what follows stops at the deadline).
+    let place = |mut a: ModelAnswer| {
+        let early = a
+            .early
+            .take()
+            .and_then(|plan| plan.recv_timeout(wait()).ok());
+        (early.is_some() || budget.can_place_choice(greedy.took))
+            .then(|| Placed::of(inst, topo, budget, greedy, a, early))
+    };
+    let answers = first.channel();
+    let first = first.take(wait())?;
+    let (stage, status, bound) = (first.stage, first.status, first.bound);
+    let mut placed: Vec<Placed> = place(first).into_iter().collect();
+    let mut answered = Answered {
+        bound,
+        time_limit_hit: stage == Stage::RelaxationFirst
+            || status == BackendStatus::LimitWithIncumbent,
+    };
+    if stage == Stage::RelaxationFirst {
+        match super::await_answer(answers, wait(), Solver::Aggregated) {
+            Ok(last) => {
+                answered = Answered {
+                    bound: [bound, last.bound].into_iter().flatten().reduce(f64::min),
+                    time_limit_hit: last.status == BackendStatus::LimitWithIncumbent,
+                };
+                if placed.iter().all(|p| p.differs(&last)) {
+                    placed.extend(place(last));
+                }
+            }
+            Err(why) => {
+                tracing::debug!(%why, "the integer model did not answer; the relaxation's choice stands")
+            }
+        }
+    }
+    tracing::debug!(
+        waited_s = waited.elapsed().as_secs_f64(),
+        "aggregated model answered"
+    );
+    Ok((placed, answered))
 }
 
 /// `plan` after trades on its nodes whose free GPUs lack CPU or memory ([`trade`]), when they
