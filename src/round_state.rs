@@ -81,7 +81,7 @@ pub struct RoundState<'a> {
 
 /// The nodes of one rack and GPU type that may have a whole GPU for some job, by CPU left
 /// and by memory left ([`RoundState::rack_may_fit`]).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct RackRoom {
     cpu: std::collections::BTreeSet<(i64, NodeIx)>,
     mem: std::collections::BTreeSet<(i64, NodeIx)>,
@@ -173,14 +173,7 @@ impl<'a> RoundState<'a> {
             ],
             free_filed: vec![0; inst.nodes.len()],
             room_by_rack: vec![
-                vec![
-                    RackRoom {
-                        cpu: Default::default(),
-                        mem: Default::default(),
-                        most: None,
-                    };
-                    types.len()
-                ];
+                vec![RackRoom::default(); types.len()];
                 inst.nodes.iter().map(|n| n.rack + 1).max().unwrap_or(0)
             ],
             room_filed: vec![None; inst.nodes.len()],

@@ -224,14 +224,20 @@ pub enum Fallback {
 }
 
 impl Fallback {
-    /// The solver's report, for the fallbacks that come after an answer.
+    /// The solver's report, for the fallbacks that come after an answer (read through
+    /// [`Fallback::answered_mut`], the one list of them; a fallback is made once a round).
     fn answered(&self) -> Option<Answered> {
+        self.clone().answered_mut().copied()
+    }
+
+    /// [`Fallback::answered`], to be changed.
+    fn answered_mut(&mut self) -> Option<&mut Answered> {
         match self {
             Fallback::AnswerUnusable { answered, .. }
             | Fallback::AnswerBrokeRule { answered, .. }
             | Fallback::BelowGreedy { answered, .. }
             | Fallback::NoTimeToPlace(answered)
-            | Fallback::NoBetterThanGreedy(answered) => Some(*answered),
+            | Fallback::NoBetterThanGreedy(answered) => Some(answered),
             _ => None,
         }
     }
@@ -246,12 +252,7 @@ impl Fallback {
             (Some(a), Some(b)) if b < a => other,
             _ => self,
         };
-        if let Fallback::AnswerUnusable { answered, .. }
-        | Fallback::AnswerBrokeRule { answered, .. }
-        | Fallback::BelowGreedy { answered, .. }
-        | Fallback::NoTimeToPlace(answered)
-        | Fallback::NoBetterThanGreedy(answered) = &mut kept
-        {
+        if let Some(answered) = kept.answered_mut() {
             answered.time_limit_hit |= cut;
         }
         kept

@@ -15,13 +15,10 @@
 
 use super::super::{answer_of, await_answer, Budget, Fallback, GreedyPlan, Solver, ThreadAnswer};
 use super::answers::ModelAnswer;
-use super::solves_relaxation;
+use super::{repacked, solves_relaxation, traded};
 use crate::assignment::Assignment;
-use crate::heuristics::repack::repack;
-use crate::heuristics::stop::{DeadlineOr, StopWhen};
-use crate::heuristics::trade::trade;
+use crate::heuristics::stop::DeadlineOr;
 use crate::instance::Instance;
-use crate::objective::evaluate;
 use crate::topology::Topology;
 use crate::units::TOLERANCE;
 use std::cell::RefCell;
@@ -104,25 +101,12 @@ pub fn improve(
         until: budget.early_placement_until(),
         event: placeable,
     };
-    let (traded, kept) = trade(inst, topo, &greedy.assignment, stop());
-    let mut plan = (greedy.objective, greedy.assignment.clone());
-    if kept > 0 {
-        plan = (evaluate(inst, topo, &traded).total(), traded);
-    }
-    let mut cut_short = stop().reached();
-    if !cut_short {
-        let (repacked, done) = repack(inst, topo, &plan.1, stop());
-        cut_short = done.cut_short;
-        if done.kept + done.sideways > 0 {
-            let objective = evaluate(inst, topo, &repacked).total();
-            if objective > plan.0 + TOLERANCE {
-                plan = (objective, repacked);
-            }
-        }
-    }
+    let plan = (greedy.objective, greedy.assignment.clone());
+    let plan = traded(inst, topo, plan, stop());
+    // Repacking sets nothing up where the trades were cut, and says it was cut.
+    let (plan, cut_short) = repacked(inst, topo, plan, stop());
     tracing::debug!(
         seconds = started.elapsed().as_secs_f64(),
-        trades = kept,
         cut_short,
         objective = plan.0,
         "greedy plan improved while the model solved"

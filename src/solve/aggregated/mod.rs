@@ -20,6 +20,7 @@ use super::{
 };
 use crate::assignment::Assignment;
 use crate::heuristics::repack::repack;
+use crate::heuristics::stop::StopWhen;
 use crate::heuristics::trade::trade;
 use crate::instance::Instance;
 use crate::objective::evaluate;
@@ -121,7 +122,7 @@ fn place_and_improve(
     else {
         return Err(Fallback::NoTimeToPlace(answered));
     };
-    let (start, repack_cut_short) = repacked(inst, topo, budget, start);
+    let (start, repack_cut_short) = repacked(inst, topo, start, budget.repack_until());
     let improved = super::neighbourhood::improve(inst, topo, backend, budget, start);
     let (objective, assignment) = (improved.objective, improved.plan);
     // A search cut short returns a plan that depends on the machine's speed, and may have
@@ -203,19 +204,19 @@ fn placed_choices(
     Ok((placed, answered))
 }
 
-/// `plan` after trades on its nodes whose free GPUs lack CPU or memory ([`trade`]), when they
-/// raise its objective.
+/// `plan` after trades on its nodes whose free GPUs lack CPU or memory ([`trade`]) until
+/// `until`, when they raise its objective.
 fn traded(
     inst: &Instance,
     topo: &Topology,
-    budget: &Budget,
     (objective, plan): (f64, Assignment),
+    until: impl StopWhen,
 ) -> (f64, Assignment) {
     let started = Instant::now();
-    if started >= budget.work_until() {
+    if until.reached() {
         return (objective, plan); // setting up the trades alone takes 0.1 s at 100k GPUs
     }
-    let (after, kept) = trade(inst, topo, &plan, budget.work_until());
+    let (after, kept) = trade(inst, topo, &plan, until);
     if kept == 0 {
         return (objective, plan);
     }
@@ -233,20 +234,20 @@ fn traded(
     }
 }
 
-/// `plan` after repacking ([`repack`]) until [`Budget::repack_until`], when it raises its
-/// objective; and whether the deadline cut the repacking short.
+/// `plan` after repacking ([`repack`]) until `until` ([`Budget::repack_until`] after a placed
+/// choice), when it raises its objective; and whether `until` cut the repacking short.
 fn repacked(
     inst: &Instance,
     topo: &Topology,
-    budget: &Budget,
     (objective, plan): (f64, Assignment),
+    until: impl StopWhen,
 ) -> ((f64, Assignment), bool) {
     let started = Instant::now();
-    if started >= budget.work_until() {
+    if until.reached() {
         // Setting up the moves alone takes about 0.1 s at 100k GPUs.
         return ((objective, plan), true);
     }
-    let (after, done) = repack(inst, topo, &plan, budget.repack_until());
+    let (after, done) = repack(inst, topo, &plan, until);
     // A repacking that kept no move returns the plan it started from.
     let after_objective = if done.kept + done.sideways > 0 {
         evaluate(inst, topo, &after).total()
@@ -302,7 +303,7 @@ fn best_traded(
         } else {
             p.plan
         };
-        let after = traded(inst, topo, budget, start);
+        let after = traded(inst, topo, start, budget.work_until());
         tracing::debug!(
             placed_from = p.incumbent,
             objective = after.0,
