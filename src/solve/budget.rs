@@ -42,7 +42,7 @@ const MODEL_SHARE: f64 = 0.7;
 /// 0.25 s of a 1 s round) HiGHS stopped the integer model of the 48-node tight-cpu round of
 /// seed 1 (120 pending) at a bound of 303.3 where 0.33 s proves 296.5, and the per-node model
 /// after it proves no better there (306.7 in 30 s): the round reported 2.6-3.0% for a plan
-/// within 0.3% of its optimum. Measured on 47 rounds of 48-192 nodes (the eleven families'
+/// within 0.3% of its optimum. Measured on 47 rounds of 16-192 nodes (the eleven families'
 /// 48-node rounds of seeds 1-3 and `instances/bench/`, 1 s, three runs, quiet machine in the
 /// third): 0.7 against 0.4 lowered the mean gap from 1.30-1.34% to 1.24-1.29% (tight-cpu seed
 /// 1 to 0.34%, `default` seed 1 0.54% to 0.28%, `gb200-scattered-192n-s2` and
