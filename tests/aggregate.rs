@@ -380,6 +380,22 @@ fn cpu_amounts_of_mixed_levels_count_together_per_node() {
     assert!(!agg.assignment.placed.contains_key(&job(&inst, "big")));
 }
 
+/// Two nodes whose CPU and memory are left in opposite proportions: rows that count one
+/// level (or one pair of levels) over both nodes let one node's memory and the other's CPU
+/// serve the same jobs; each node's room split among the pairs of levels proves the plan
+/// optimal, which starts one job on the first node and two on the second.
+#[test]
+fn each_nodes_room_is_split_among_the_pairs_of_levels() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "cpu-memory-split",
+        "one node's memory and another's CPU serve the same jobs",
+    );
+    for id in ["small", "pair", "mid"] {
+        assert!(agg.assignment.placed.contains_key(&job(&inst, id)), "{id}");
+    }
+    assert_eq!(agg.assignment.placed.len(), 3);
+}
+
 /// A round of 520 nodes whose 6,000 jobs ask CPU and memory per GPU at random: at 16 levels an
 /// octave they would make more classes than the budget, so the levels get coarser until they
 /// fit; the relaxation of the coarser model still bounds the greedy plan and the placed

@@ -59,7 +59,8 @@
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`sharer_bins`] (sharers per GPU), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
-//! [`resource_sums`] (amounts per node), [`slots`] (size levels), [`compact`],
+//! [`resource_sums`] (amounts per node), [`node_levels`] (each node's room split among pairs
+//! of levels, on rounds where it cuts the relaxation), [`slots`] (size levels), [`compact`],
 //! [`rack_blocks`] (whole nodes per rack), [`unit_blocks`] (free GPUs per NVLink unit),
 //! [`spread`],
 //! [`victim_spread`], [`unit_spread`] and [`packing`]; victims' need of outranking starts
@@ -70,6 +71,7 @@ pub mod capacity;
 pub mod classes;
 pub mod compact;
 pub mod cpu_and_memory;
+pub mod node_levels;
 pub mod packing;
 pub mod rack_blocks;
 pub mod resource_sums;
@@ -109,6 +111,8 @@ pub struct AggregateModel {
     pub columns: HashMap<Variable, usize>,
     /// Per pending job: the spread floor its class's value is taken net of.
     pub spread_floors: Vec<f64>,
+    /// Whether the per-node rows of [`node_levels`] are in the model.
+    pub node_levels: bool,
 }
 
 impl AggregateModel {
@@ -133,8 +137,33 @@ impl AggregateModel {
 }
 
 /// Build the aggregated model. `integer`: class counts, type counts, opened nodes and (while
-/// few) victims integer (the MIP); otherwise its LP relaxation.
+/// few) victims integer (the MIP); otherwise its LP relaxation. Without the per-node rows of
+/// [`node_levels`] (see [`build_with`]).
 pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel {
+    build_with(
+        inst,
+        topo,
+        Form {
+            integer,
+            node_levels: false,
+        },
+    )
+}
+
+/// How a build forms the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Form {
+    /// Class counts, type counts, opened nodes and (while few) victims integer (the MIP);
+    /// otherwise its LP relaxation.
+    pub integer: bool,
+    /// With the per-node rows of [`node_levels`], where their columns stay within
+    /// [`node_levels::MOST_COLUMNS`].
+    pub node_levels: bool,
+}
+
+/// Build the aggregated model in the form asked ([`Form`]).
+pub fn build_with(inst: &Instance, topo: &Topology, form: Form) -> AggregateModel {
+    let integer = form.integer;
     let before = ClusterState::new(inst);
     let mut m = MipModel::empty();
     let supply = supply::build(inst, topo, &before, integer, &mut m);
@@ -154,6 +183,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);
     resource_sums::add(&demand.resource_users, &rooms, &mut m);
+    let node_levels = form.node_levels && node_levels::add(&demand.resource_users, &rooms, &mut m);
     let classes::Demand {
         classes,
         takes,
@@ -201,6 +231,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         preempt,
         columns,
         spread_floors,
+        node_levels,
     }
 }
 
