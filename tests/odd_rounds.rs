@@ -232,7 +232,8 @@ proptest! {
 /// two GPU types, which one gang fills; a node already over its CPU, where a job asking no
 /// CPU still fits (task distribution on, so the fragmentation slack counts the node); a
 /// sharer preempted to bring its tenant under quota, whose share the packing floor counted
-/// as a GPU the plan strands.
+/// as a GPU the plan strands; a node without a CPU or memory size beside one short of CPU,
+/// which the per-node rows by pair of levels left out of what the nodes offer.
 #[test]
 fn rounds_that_once_lost_their_bound_keep_it() {
     let rounds = [
@@ -250,6 +251,9 @@ fn rounds_that_once_lost_their_bound_keep_it() {
           running: [{id: r4, gpus: {x2: [6]}, gpu_milli: 21, preemptible: true, tenant: t0},
                     {id: r5, gpus: {x4: [3]}, tenant: t0}],
           pending: [{id: j7, gpus: 3, priority: 1000, tenant: t0}]}",
+        "{nodes: [{name: a, gpus: 2}, {name: b, gpus: 4, cpu_milli: 8000, memory_mib: 32768}],
+          running: [{id: r, gpus: {b: [0]}, cpu_milli: 7000, memory_mib: 1024}],
+          pending: [{id: p, gpus: 1, cpu_milli: 4000, memory_mib: 16384}]}",
     ];
     for text in rounds {
         let inst = instance_result(text).expect("a valid round");

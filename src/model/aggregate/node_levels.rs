@@ -24,7 +24,10 @@
 //!
 //! Nodes alike (same type, free GPUs, CPU and memory left, no victims) share one set of
 //! w columns, their rows scaled by their number: summing identical rows loses nothing where w
-//! is continuous.
+//! is continuous. Nodes without a CPU or a memory size (with their victims' GPUs), and those
+//! where neither resource binds any pair (the highest levels times their free GPUs fit), offer
+//! their GPUs in one pool with the GPU row alone: leaving them out would leave the jobs they
+//! hold without room (golden round of `tests/odd_rounds.rs`).
 
 use super::cpu_and_memory::spaced;
 use super::resources::{NodeRoom, ResourceUse, Rooms};
@@ -95,38 +98,36 @@ impl TypeRooms {
                 |r: &NodeRoom, top: u64| left(r).is_some_and(|l| (l as u64) < top * rc.free as u64);
             short(rc, a_top) || short(rm, b_top)
         };
-        let mut pooled = 0u32;
-        let mut alike: BTreeMap<(u32, Option<i64>, Option<i64>), u32> = BTreeMap::new();
+        // One pool of GPUs alone: nodes without a CPU or memory size (with their victims'
+        // GPUs) and nodes where neither resource binds any pair.
+        let (mut pooled, mut pooled_victims) = (0u32, Vec::new());
         let mut nodes = Vec::new();
+        let mut alike: BTreeMap<(u32, Option<i64>, Option<i64>), u32> = BTreeMap::new();
+        let f = |x: Option<i64>| x.map(|x| x as f64);
         for (rc, rm) in cpu.iter().zip(mem) {
+            let gives = || -> Vec<Gives> {
+                rc.victims
+                    .iter()
+                    .zip(&rm.victims)
+                    .map(|(&(g, c, p), &(_, mm, _))| (g as f64, c as f64, mm as f64, p))
+                    .collect()
+            };
             if rc.size.is_none() && rm.size.is_none() {
-                continue; // no resource binds here; the GPU rows hold it
-            }
-            if rc.victims.is_empty() && !binds(rc, rm) {
                 pooled += rc.free;
-                continue;
+                pooled_victims.extend(gives().into_iter().map(|(g, _, _, p)| (g, 0.0, 0.0, p)));
+            } else if !rc.victims.is_empty() {
+                nodes.push((1.0, (rc.free as f64, f(left(rc)), f(left(rm))), gives()));
+            } else if rc.free > 0 && !binds(rc, rm) {
+                pooled += rc.free;
+            } else if rc.free > 0 {
+                *alike.entry((rc.free, left(rc), left(rm))).or_default() += 1;
             }
-            if rc.victims.is_empty() {
-                if rc.free > 0 {
-                    *alike.entry((rc.free, left(rc), left(rm))).or_default() += 1;
-                }
-                continue;
-            }
-            let f = |x: Option<i64>| x.map(|x| x as f64);
-            let gives = rc
-                .victims
-                .iter()
-                .zip(&rm.victims)
-                .map(|(&(g, c, p), &(_, mm, _))| (g as f64, c as f64, mm as f64, p))
-                .collect();
-            nodes.push((1.0, (rc.free as f64, f(left(rc)), f(left(rm))), gives));
         }
-        if pooled > 0 {
-            nodes.push((1.0, (pooled as f64, None, None), Vec::new()));
+        if pooled > 0 || !pooled_victims.is_empty() {
+            nodes.push((1.0, (pooled as f64, None, None), pooled_victims));
         }
         for ((free, c, mm), count) in alike {
-            let room = (free as f64, c.map(|x| x as f64), mm.map(|x| x as f64));
-            nodes.push((count as f64, room, Vec::new()));
+            nodes.push((count as f64, (free as f64, f(c), f(mm)), Vec::new()));
         }
         (!pairs.is_empty() && !nodes.is_empty()).then_some(TypeRooms { pairs, nodes })
     }
