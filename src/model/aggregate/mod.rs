@@ -113,6 +113,8 @@ pub struct AggregateModel {
     pub spread_floors: Vec<f64>,
     /// Whether the per-node rows of [`node_levels`] are in the model.
     pub node_levels: bool,
+    /// The columns those rows take (in the model or not).
+    pub node_level_columns: usize,
 }
 
 impl AggregateModel {
@@ -145,7 +147,7 @@ pub fn build(inst: &Instance, topo: &Topology, integer: bool) -> AggregateModel 
         topo,
         Form {
             integer,
-            node_levels: false,
+            node_levels: None,
         },
     )
 }
@@ -156,9 +158,8 @@ pub struct Form {
     /// Class counts, type counts, opened nodes and (while few) victims integer (the MIP);
     /// otherwise its LP relaxation.
     pub integer: bool,
-    /// With the per-node rows of [`node_levels`], where their columns stay within
-    /// [`node_levels::MOST_COLUMNS`].
-    pub node_levels: bool,
+    /// With the per-node rows of [`node_levels`], where their columns stay within this many.
+    pub node_levels: Option<usize>,
 }
 
 /// Build the aggregated model in the form asked ([`Form`]).
@@ -183,7 +184,14 @@ pub fn build_with(inst: &Instance, topo: &Topology, form: Form) -> AggregateMode
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);
     resource_sums::add(&demand.resource_users, &rooms, &mut m);
-    let node_levels = form.node_levels && node_levels::add(&demand.resource_users, &rooms, &mut m);
+    let levels = node_levels::rows(&demand.resource_users, &rooms);
+    let node_level_columns = levels.columns();
+    let node_levels = form
+        .node_levels
+        .is_some_and(|most| (1..=most).contains(&node_level_columns));
+    if node_levels {
+        levels.add(&mut m);
+    }
     let classes::Demand {
         classes,
         takes,
@@ -232,6 +240,7 @@ pub fn build_with(inst: &Instance, topo: &Topology, form: Form) -> AggregateMode
         columns,
         spread_floors,
         node_levels,
+        node_level_columns,
     }
 }
 

@@ -31,6 +31,9 @@ pub enum Stage {
     RelaxationFirst,
     /// The round's own model: the integer model, or the relaxation on the largest rounds.
     Last,
+    /// On rounds that solve the relaxation, after `Last`: the relaxation again with the
+    /// per-node rows ([`aggregate::node_levels`]), for its bound alone.
+    Tightened,
 }
 
 /// One answer of the aggregated model.
@@ -50,6 +53,9 @@ pub struct ModelAnswer {
     pub incumbent: f64,
     /// The spread floors of the jobs it starts (what its objective charges them for spread).
     pub spread_floors: f64,
+    /// The columns the per-node rows ([`aggregate::node_levels`]) take in this model's
+    /// round, whether they are in it or not.
+    pub node_level_columns: usize,
     /// Where the model's thread is placing the choice itself because the greedy was still
     /// running ([`Early`]): the plan of that pass comes here.
     pub early: Option<mpsc::Receiver<StagePlan>>,
@@ -178,12 +184,30 @@ pub fn start(
             }
             let last = BackendSettings {
                 time_limit: (time_limit - started.elapsed().as_secs_f64()).max(0.0),
-                ..settings
+                ..settings.clone()
             };
             let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 solve(&inst, &topo, Stage::Last, &*backend, &last, node_levels)
             }));
+            let columns = match &answer {
+                Ok(Ok(a)) => a.node_level_columns,
+                _ => 0,
+            };
             early.send(&inst, &topo, &tx, answer);
+            let most = aggregate::node_levels::MOST_COLUMNS_RELAXATION;
+            if solves_relaxation(&inst) && (1..=most).contains(&columns) {
+                let rest = BackendSettings {
+                    time_limit: (time_limit - started.elapsed().as_secs_f64()).max(0.0),
+                    write_model: None,
+                    ..settings
+                };
+                let tightened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    tightened_relaxation(&inst, &topo, &*backend, &rest)
+                }));
+                if let Ok(Some(answer)) = tightened {
+                    let _ = tx.send(Ok(Ok(answer)));
+                }
+            }
         })?;
     Ok(Running { answers: rx })
 }
@@ -207,7 +231,7 @@ fn node_levels_cut(
 ) -> bool {
     let form = aggregate::Form {
         integer: false,
-        node_levels: true,
+        node_levels: Some(aggregate::node_levels::MOST_COLUMNS),
     };
     let agg = build(inst, topo, form);
     if !agg.node_levels {
@@ -256,6 +280,7 @@ fn solve(
     node_levels: bool,
 ) -> crate::Result<ModelAnswer> {
     let integer = stage == Stage::Last && !solves_relaxation(inst);
+    let node_levels = node_levels.then_some(aggregate::node_levels::MOST_COLUMNS);
     let agg = build(
         inst,
         topo,
@@ -265,6 +290,34 @@ fn solve(
         },
     );
     solve_built(inst, agg, stage, backend, settings)
+}
+
+/// On rounds that solve the relaxation, after the round's own answer: the relaxation again
+/// with the per-node rows ([`aggregate::node_levels`], within
+/// [`aggregate::node_levels::MOST_COLUMNS_RELAXATION`] columns), on the model's thread while
+/// the round's thread places the first answer's choice; `None` where the rows stay out or the
+/// solve proves no bound in the time left. Only its bound is used: the 10k-GPU rounds' LP
+/// takes two to four times as long with the rows, so the round cannot wait for it.
+fn tightened_relaxation(
+    inst: &Instance,
+    topo: &Topology,
+    backend: &dyn MipBackend,
+    settings: &BackendSettings,
+) -> Option<ModelAnswer> {
+    if settings.time_limit <= 0.0 {
+        return None;
+    }
+    let most = aggregate::node_levels::MOST_COLUMNS_RELAXATION;
+    let form = aggregate::Form {
+        integer: false,
+        node_levels: Some(most),
+    };
+    let agg = build(inst, topo, form);
+    if !agg.node_levels {
+        return None;
+    }
+    let answer = solve_built(inst, agg, Stage::Tightened, backend, settings).ok()?;
+    answer.bound.is_some().then_some(answer)
 }
 
 /// Solve the built model `agg` on this thread and read its answer.
@@ -319,6 +372,7 @@ fn solve_built(
         status: r.status,
         bound,
         incumbent,
+        node_level_columns: agg.node_level_columns,
         early: None,
     })
 }

@@ -69,6 +69,19 @@ pub fn finish(
     greedy: &GreedyPlan,
     backend: &Arc<dyn MipBackend>,
 ) -> Result<SolverPlan, Fallback> {
+    let plan = plan_round(&running, inst, topo, budget, greedy, backend)?;
+    Ok(with_tightened_bound(plan, &running))
+}
+
+/// [`finish`] up to the bound of the tightened relaxation.
+fn plan_round(
+    running: &Running,
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    budget: &Budget,
+    greedy: &GreedyPlan,
+    backend: &Arc<dyn MipBackend>,
+) -> Result<SolverPlan, Fallback> {
     let first = FirstAnswer::on(&running.answers);
     let Some(improved) = meanwhile::improve(inst, topo, budget, greedy, &first) else {
         return place_and_improve(first, inst, topo, budget, greedy, greedy.objective, backend)
@@ -98,6 +111,28 @@ pub fn finish(
             assignment: improved.plan.1,
         }),
     }
+}
+
+/// `plan` with the lower bound of the tightened relaxation ([`Stage::Tightened`]) where it
+/// has answered by now; it is not waited for.
+fn with_tightened_bound(mut plan: SolverPlan, running: &Running) -> SolverPlan {
+    let tightened = running
+        .answers
+        .try_iter()
+        .filter_map(|answer| match answer {
+            Ok(Ok(a)) if a.stage == Stage::Tightened => a.bound,
+            _ => None,
+        })
+        .reduce(f64::min);
+    if let (Some(bound), Some(lower)) = (plan.bound, tightened) {
+        tracing::debug!(
+            bound,
+            tightened = lower,
+            "the relaxation with per-node rows answered"
+        );
+        plan.bound = Some(bound.min(lower));
+    }
+    plan
 }
 
 /// [`finish`] from `from`, the greedy plan or the plan improved while the model solved
