@@ -17,6 +17,7 @@ pub use answers::{start, Early, Running};
 
 use super::{
     Answered, BackendStatus, Budget, Fallback, GreedyPlan, MipBackend, Solver, SolverPlan,
+    ThreadAnswer,
 };
 use crate::assignment::Assignment;
 use crate::heuristics::repack::repack;
@@ -29,6 +30,7 @@ use crate::units::TOLERANCE;
 use answers::{ModelAnswer, Stage};
 use meanwhile::FirstAnswer;
 use second_stage::{log_second_stage, second_stage, Choice, StagePlan};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -116,14 +118,7 @@ fn plan_round(
 /// `plan` with the lower bound of the tightened relaxation ([`Stage::Tightened`]) where it
 /// has answered by now; it is not waited for.
 fn with_tightened_bound(mut plan: SolverPlan, running: &Running) -> SolverPlan {
-    let tightened = running
-        .answers
-        .try_iter()
-        .filter_map(|answer| match answer {
-            Ok(Ok(a)) if a.stage == Stage::Tightened => a.bound,
-            _ => None,
-        })
-        .reduce(f64::min);
+    let tightened = tightened_in(&running.answers).and_then(|a| a.bound);
     if let (Some(bound), Some(lower)) = (plan.bound, tightened) {
         tracing::debug!(
             bound,
@@ -133,6 +128,15 @@ fn with_tightened_bound(mut plan: SolverPlan, running: &Running) -> SolverPlan {
         plan.bound = Some(bound.min(lower));
     }
     plan
+}
+
+/// The tightened relaxation's answer ([`Stage::Tightened`]) where it is in by now; it is
+/// not waited for.
+fn tightened_in(answers: &Receiver<ThreadAnswer<ModelAnswer>>) -> Option<ModelAnswer> {
+    answers.try_iter().find_map(|answer| match answer {
+        Ok(Ok(a)) if a.stage == Stage::Tightened => Some(a),
+        _ => None,
+    })
 }
 
 /// [`finish`] from `from`, the greedy plan or the plan improved while the model solved
@@ -230,6 +234,11 @@ fn placed_choices(
             Err(why) => {
                 tracing::debug!(%why, "the integer model did not answer; the relaxation's choice stands")
             }
+        }
+    } else if let Some(tight) = tightened_in(answers) {
+        answered.bound = [bound, tight.bound].into_iter().flatten().reduce(f64::min);
+        if placed.iter().all(|p| p.differs(&tight)) {
+            placed.extend(place(tight));
         }
     }
     tracing::debug!(
