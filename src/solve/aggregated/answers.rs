@@ -32,7 +32,7 @@ pub enum Stage {
     /// The round's own model: the integer model, or the relaxation on the largest rounds.
     Last,
     /// On rounds that solve the relaxation, after `Last`: the relaxation again with the
-    /// per-node rows ([`aggregate::node_levels`]), for its bound alone.
+    /// per-node rows ([`aggregate::node_levels`]), taken where it is in in time.
     Tightened,
 }
 
@@ -150,67 +150,82 @@ pub fn start(
     let (inst, topo) = (Arc::clone(inst), Arc::clone(topo));
     std::thread::Builder::new()
         .name("gangplan-aggregate".into())
-        .spawn(move || {
-            let started = Instant::now();
-            let mut node_levels = false;
-            if !solves_relaxation(&inst) {
-                let first = BackendSettings {
-                    write_model: None,
-                    ..settings.clone()
-                };
-                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    solve(
-                        &inst,
-                        &topo,
-                        Stage::RelaxationFirst,
-                        &*backend,
-                        &first,
-                        false,
-                    )
-                }));
-                let bound = match &answer {
-                    Ok(Ok(a)) => a.bound,
-                    _ => None,
-                };
-                if tx.send(answer).is_err() {
-                    return;
-                }
-                node_levels = bound.is_some_and(|bound| {
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        node_levels_cut(&inst, &topo, &*backend, &first, bound)
-                    }))
-                    .unwrap_or(false)
-                });
-            }
-            let last = BackendSettings {
-                time_limit: (time_limit - started.elapsed().as_secs_f64()).max(0.0),
-                ..settings.clone()
-            };
-            let solving = Instant::now();
-            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                solve(&inst, &topo, Stage::Last, &*backend, &last, node_levels)
-            }));
-            let took = solving.elapsed().as_secs_f64();
-            let columns = match &answer {
-                Ok(Ok(a)) => a.node_level_columns,
-                _ => 0,
-            };
-            early.send(&inst, &topo, &tx, answer);
-            let rest = BackendSettings {
-                time_limit: (time_limit - started.elapsed().as_secs_f64()).max(0.0),
-                write_model: None,
-                ..settings
-            };
-            if tightened_fits(&inst, columns, took, rest.time_limit) {
-                let tightened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    tightened_relaxation(&inst, &topo, &*backend, &rest)
-                }));
-                if let Ok(Some(answer)) = tightened {
-                    let _ = tx.send(Ok(Ok(answer)));
-                }
-            }
-        })?;
+        .spawn(move || run_stages(&inst, &topo, &*backend, settings, time_limit, early, &tx))?;
     Ok(Running { answers: rx })
+}
+
+/// The model's thread: on rounds that solve the integer model, the relaxation first (sent)
+/// and whether the per-node rows cut it; then the round's own model (sent, and placed here
+/// where [`Early`] says so); then, where it fits ([`tightened_fits`]), the tightened
+/// relaxation (sent). `time_limit`: HiGHS's limit for all of them together, seconds.
+fn run_stages(
+    inst: &Instance,
+    topo: &Topology,
+    backend: &dyn MipBackend,
+    settings: BackendSettings,
+    time_limit: f64,
+    early: Early,
+    tx: &mpsc::Sender<ThreadAnswer<ModelAnswer>>,
+) {
+    let started = Instant::now();
+    let left = || BackendSettings {
+        time_limit: (time_limit - started.elapsed().as_secs_f64()).max(0.0),
+        ..settings.clone()
+    };
+    let node_levels = match solves_relaxation(inst) {
+        true => false,
+        false => match relaxation_first(inst, topo, backend, &settings, tx) {
+            Some(cut) => cut,
+            None => return, // the round's thread has gone
+        },
+    };
+    let last = left();
+    let solving = Instant::now();
+    let answer = guarded(|| solve(inst, topo, Stage::Last, backend, &last, node_levels));
+    let took = solving.elapsed().as_secs_f64();
+    let columns = match &answer {
+        Ok(Ok(a)) => a.node_level_columns,
+        _ => 0,
+    };
+    early.send(inst, topo, tx, answer);
+    let rest = BackendSettings {
+        write_model: None,
+        ..left()
+    };
+    if tightened_fits(inst, columns, took, rest.time_limit) {
+        if let Ok(Some(answer)) = guarded(|| tightened_relaxation(inst, topo, backend, &rest)) {
+            let _ = tx.send(Ok(Ok(answer)));
+        }
+    }
+}
+
+/// On rounds that solve the integer model: the relaxation, sent first, and whether the
+/// per-node rows cut it ([`node_levels_cut`]); `None` when the round's thread has gone.
+fn relaxation_first(
+    inst: &Instance,
+    topo: &Topology,
+    backend: &dyn MipBackend,
+    settings: &BackendSettings,
+    tx: &mpsc::Sender<ThreadAnswer<ModelAnswer>>,
+) -> Option<bool> {
+    let first = BackendSettings {
+        write_model: None,
+        ..settings.clone()
+    };
+    let answer = guarded(|| solve(inst, topo, Stage::RelaxationFirst, backend, &first, false));
+    let bound = match &answer {
+        Ok(Ok(a)) => a.bound,
+        _ => None,
+    };
+    tx.send(answer).ok()?;
+    Some(bound.is_some_and(|bound| {
+        guarded(|| node_levels_cut(inst, topo, backend, &first, bound)).unwrap_or(false)
+    }))
+}
+
+/// `f`, a panic in it caught.
+fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
 }
 
 /// Least relative fall of the relaxation's bound for which the integer model takes the
@@ -314,8 +329,9 @@ fn tightened_fits(inst: &Instance, columns: usize, took: f64, left: f64) -> bool
 /// with the per-node rows ([`aggregate::node_levels`], within
 /// [`aggregate::node_levels::MOST_COLUMNS_RELAXATION`] columns), on the model's thread while
 /// the round's thread places the first answer's choice; `None` where the rows stay out or the
-/// solve proves no bound in the time left. Only its bound is used: the 10k-GPU rounds' LP
-/// takes two to four times as long with the rows, so the round cannot wait for it.
+/// solve proves no bound in the time left. The round does not wait for it (the 10k-GPU
+/// rounds' LP takes two to four times as long with the rows): its choice is placed where it
+/// is in once the first choice is placed, its bound taken where it is in by the end.
 fn tightened_relaxation(
     inst: &Instance,
     topo: &Topology,
