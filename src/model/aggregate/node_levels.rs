@@ -105,7 +105,6 @@ impl TypeRooms {
         }
         let (a_top, b_top) = (*a_levels.last()?, *b_levels.last()?);
         let left = |r: &NodeRoom| r.size.and(r.left.map(|l| l.max(0)));
-        // Nodes where neither resource binds any pair hold GPUs alone: one pool.
         let binds = |rc: &NodeRoom, rm: &NodeRoom| {
             let short =
                 |r: &NodeRoom, top: u64| left(r).is_some_and(|l| (l as u64) < top * rc.free as u64);

@@ -245,15 +245,9 @@ fn node_levels_cut(
     settings: &BackendSettings,
     bound: f64,
 ) -> bool {
-    let form = aggregate::Form {
-        integer: false,
-        node_levels: Some(aggregate::node_levels::MOST_COLUMNS),
-    };
-    let agg = build(inst, topo, form);
-    if !agg.node_levels {
-        return false;
-    }
-    let Ok(tight) = solve_built(inst, agg, Stage::RelaxationFirst, backend, settings) else {
+    let most = aggregate::node_levels::MOST_COLUMNS;
+    let stage = Stage::RelaxationFirst;
+    let Some(tight) = relaxation_with_rows(inst, topo, backend, settings, most, stage) else {
         return false;
     };
     let cut = tight
@@ -266,6 +260,28 @@ fn node_levels_cut(
         "the relaxation with per-node rows of CPU, memory and GPUs by pair of levels"
     );
     cut
+}
+
+/// The LP relaxation with the per-node rows ([`aggregate::node_levels`]), solved on this
+/// thread as `stage`; `None` where the rows take more than `most` columns (or none) and so
+/// stay out, or the solve fails.
+fn relaxation_with_rows(
+    inst: &Instance,
+    topo: &Topology,
+    backend: &dyn MipBackend,
+    settings: &BackendSettings,
+    most: usize,
+    stage: Stage,
+) -> Option<ModelAnswer> {
+    let form = aggregate::Form {
+        integer: false,
+        node_levels: Some(most),
+    };
+    let agg = build(inst, topo, form);
+    if !agg.node_levels {
+        return None;
+    }
+    solve_built(inst, agg, stage, backend, settings).ok()
 }
 
 /// Build the aggregated model in `form`, saying so.
@@ -342,16 +358,8 @@ fn tightened_relaxation(
         return None;
     }
     let most = aggregate::node_levels::MOST_COLUMNS_RELAXATION;
-    let form = aggregate::Form {
-        integer: false,
-        node_levels: Some(most),
-    };
-    let agg = build(inst, topo, form);
-    if !agg.node_levels {
-        return None;
-    }
-    let answer = solve_built(inst, agg, Stage::Tightened, backend, settings).ok()?;
-    answer.bound.is_some().then_some(answer)
+    relaxation_with_rows(inst, topo, backend, settings, most, Stage::Tightened)
+        .filter(|answer| answer.bound.is_some())
 }
 
 /// Solve the built model `agg` on this thread and read its answer.
