@@ -34,21 +34,13 @@ const PER_NODE_SHARE: f64 = 0.9;
 /// Share of the round's budget HiGHS may spend on the aggregated model; the rest places its
 /// choice. The 10k-GPU bench rounds take HiGHS 0.23-0.27 s: at 0.6 a 0.5 s limit cut one of
 /// the three (greedy plan, gap 7.6%), at 0.7 none (0.32-0.38 s wall, gaps 0.36-0.40%).
+///
+/// Rounds where the per-node model solves beside the aggregated path take the same share.
+/// While the per-node model ran after that path they took 0.7 of it (0.4 before: HiGHS then
+/// stopped the integer model of the 48-node tight-cpu round just before it closed, and the
+/// round reported 2.6-3.0% for a plan within 0.3% of its optimum); on 71 rounds of 4-192
+/// nodes (1 s) the whole share measured as 0.7, the plans within their run-to-run spread.
 const MODEL_SHARE: f64 = 0.7;
-
-/// Share of the aggregated model's time limit it gets when the per-node model runs after it
-/// on the same round (`auto` on rounds small enough for the per-node model): the aggregated
-/// plan is the per-node MIP's start, which then has the rest of the round. At 0.4 (about
-/// 0.25 s of a 1 s round) HiGHS stopped the integer model of the 48-node tight-cpu round of
-/// seed 1 (120 pending) at a bound of 303.3 where 0.33 s proves 296.5, and the per-node model
-/// after it proves no better there (306.7 in 30 s): the round reported 2.6-3.0% for a plan
-/// within 0.3% of its optimum. Measured on 47 rounds of 16-192 nodes (the eleven families'
-/// 48-node rounds of seeds 1-3 and `instances/bench/`, 1 s, three runs, quiet machine in the
-/// third): 0.7 against 0.4 lowered the mean gap from 1.30-1.34% to 1.24-1.29% (tight-cpu seed
-/// 1 to 0.34%, `default` seed 1 0.54% to 0.28%, `gb200-scattered-192n-s2` and
-/// `mixed-125n-busy85-s6` +0.2%) with the plans within their run-to-run spread (mean
-/// objective over the best known the same to 0.0001); 1.0 measured as 0.7.
-const RACE_MODEL_SHARE: f64 = 0.7;
 
 /// Share of the round after which the aggregated path starts no more repeat or swap-out
 /// passes. Rounds of up to ~10k GPUs converge long before. On the 100k-GPU bench rounds with a
@@ -93,15 +85,6 @@ const RELOCATION_SHARE: f64 = 0.25;
 /// their search keeps its time (15 saved and generated 48-192-node rounds at 1 s: one up, one
 /// down, the rest the same).
 const REPACK_SHARE: f64 = 0.85;
-
-/// Share of the time left before the work deadline that the neighbourhood search may take when
-/// the per-node model runs after it on the same round ([`Budget::racing`]): the per-node model,
-/// started from the searched plan, keeps the rest for its own plan and bound. On the saved
-/// 48-node skewed-resources round (10 s) a search that took all the time left raised the plan
-/// from 286.3 to 291.3 and left the per-node model none: the bound went from 295.5 to the
-/// aggregated model's 302.3; with half, 289.5-290.7 and 295.5-296.5 in two runs (the saved
-/// 48-node sharers round: gap 0.88% before the share, 0.69-0.75% with it).
-const RACE_SEARCH_SHARE: f64 = 0.5;
 
 /// HiGHS time limit of one neighbourhood's exact re-solve (a cut of one rack or a few small
 /// ones and at most [`crate::solve::neighbourhood`]'s candidate count) where the pass's even
@@ -159,7 +142,6 @@ pub struct Budget {
     total: Duration,
     output: Duration,
     reserved: Duration,
-    racing: bool,
 }
 
 /// The per-node MIP's limits, taken when it starts (after the greedy).
@@ -189,16 +171,6 @@ impl Budget {
             total,
             output,
             reserved: reserve_for(pairs, output, total),
-            racing: false,
-        }
-    }
-
-    /// The same budget for a round where the per-node model runs after the aggregated path
-    /// ([`Budget::search_until`]).
-    pub fn racing(self) -> Self {
-        Budget {
-            racing: true,
-            ..self
         }
     }
 
@@ -258,12 +230,6 @@ impl Budget {
         self.aggregated_solve().as_secs_f64() * MODEL_SHARE
     }
 
-    /// HiGHS's time limit on the aggregated model when the per-node model runs after it,
-    /// seconds: [`RACE_MODEL_SHARE`] of [`Budget::aggregated_time_limit`].
-    pub fn race_aggregated_time_limit(&self) -> f64 {
-        self.aggregated_time_limit() * RACE_MODEL_SHARE
-    }
-
     /// The gap the aggregated model is solved to, from the round's.
     pub fn aggregated_gap(mip_gap: f64) -> f64 {
         mip_gap * AGGREGATED_GAP_FACTOR
@@ -318,15 +284,10 @@ impl Budget {
             .mul_f64(share)
     }
 
-    /// When the neighbourhood search started now stops: [`Budget::work_until`], or
-    /// [`RACE_SEARCH_SHARE`] of what is left before it where the per-node model runs after
-    /// the search.
+    /// When the neighbourhood search started now stops: [`Budget::work_until`] (where the
+    /// per-node model runs on the same round, it solves alongside the search).
     pub fn search_until(&self) -> Instant {
-        if self.racing {
-            self.share_of_what_is_left(RACE_SEARCH_SHARE)
-        } else {
-            self.work_until()
-        }
+        self.work_until()
     }
 
     /// HiGHS's time limit for one neighbourhood re-solve started now, seconds, for a search
@@ -339,8 +300,8 @@ impl Budget {
     /// 48-node tight-cpu rounds (90 pending, gangs of up to 16 GPUs, 3 neighbourhoods) every
     /// re-solve stopped at the cap at the root, 3-7% from its own bound, and a 10 s round kept
     /// no more than a 1 s one; with the share, of five such rounds all five gained at 10 s
-    /// (+0.1% to +1.5%; with [`RACE_SEARCH_SHARE`]). Rounds with many neighbourhoods (the
-    /// 10k-GPU ones: 79) keep the cap: their share is below it.
+    /// (+0.1% to +1.5%; the per-node model then ran after the search). Rounds with many
+    /// neighbourhoods (the 10k-GPU ones: 79) keep the cap: their share is below it.
     ///
     /// The search once stopped at half the round: the 10k-GPU family rounds (1 s limit) then
     /// ended at 0.6 s with a quarter of the round unused. Up to the work deadline (0.83-0.85 s
@@ -402,7 +363,6 @@ mod tests {
             total,
             output: Duration::ZERO,
             reserved: reserve_for(0.0, Duration::ZERO, total),
-            racing: false,
         }
     }
 
@@ -450,7 +410,6 @@ mod tests {
             total: Duration::from_secs(10),
             output: Duration::ZERO,
             reserved: reserve_for(2e9, Duration::ZERO, Duration::from_secs(10)),
-            racing: false,
         };
         assert_eq!(b.reserve(), ms(1000));
         assert_eq!(b.work_until(), start + ms(9000));
@@ -478,7 +437,6 @@ mod tests {
             total,
             output,
             reserved: reserve_for(0.0, output, total),
-            racing: false,
         };
         assert_eq!(b.reserve(), ms(800));
         // After the reasons: the output's share after them (240 ms) and the least base.
@@ -497,18 +455,6 @@ mod tests {
         assert!((capped - CUT_TIME_LIMIT.as_secs_f64() * 0.8).abs() < 1e-9);
         // Less than the shortest worth starting: none.
         assert_eq!(Budget::cut_time_limit(Instant::now() + ms(5), 1), None);
-    }
-
-    #[test]
-    fn a_racing_search_leaves_the_per_node_model_its_share() {
-        let start = Instant::now();
-        let alone = bare(start, Duration::from_secs(10));
-        let racing = alone.racing();
-        assert_eq!(alone.search_until(), alone.work_until());
-        let (before, until, after) = (Instant::now(), racing.search_until(), Instant::now());
-        let left = |at: Instant| racing.work_until() - at;
-        assert!(until >= before + left(after).mul_f64(RACE_SEARCH_SHARE));
-        assert!(until <= after + left(before).mul_f64(RACE_SEARCH_SHARE));
     }
 
     #[test]

@@ -242,7 +242,7 @@ impl Fallback {
         }
     }
 
-    /// Of two fallbacks of one round (the aggregated path's and the per-node model's after
+    /// Of two fallbacks of one round (the aggregated path's and the per-node model's beside
     /// it): the one that carries a bound (each solver's bound holds for the round), the lower
     /// where both do, else this one; the time limit counts as hit where it cut either.
     pub fn either(self, other: Fallback) -> Fallback {

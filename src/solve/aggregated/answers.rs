@@ -130,8 +130,7 @@ pub struct Running {
 /// for it (the model needs no MIP start, so it runs while the greedy plans the round); on the
 /// largest rounds its choice is placed there too while the greedy runs ([`Early`]).
 /// `time_limit`: HiGHS's own limit for both stages together, seconds
-/// ([`Budget::aggregated_time_limit`], or [`Budget::race_aggregated_time_limit`] when the
-/// per-node model runs after it).
+/// ([`Budget::aggregated_time_limit`]).
 pub fn start(
     inst: &Arc<Instance>,
     topo: &Arc<Topology>,

@@ -238,7 +238,7 @@ fn solve_cut(
     };
     let t = std::time::Instant::now();
     let (decision, r, c) =
-        super::per_node_answer(&cut.inst, &topo, &cut.start, backend, &settings).ok()?;
+        super::per_node::answer(&cut.inst, &topo, &cut.start, backend, &settings).ok()?;
     let plan = super::decode::to_assignment(&cut.inst, &decision).ok()?;
     let start = evaluate(&cut.inst, &topo, &cut.start).total();
     let found = evaluate(&cut.inst, &topo, &plan).total();
