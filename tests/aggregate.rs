@@ -396,6 +396,20 @@ fn each_nodes_room_is_split_among_the_pairs_of_levels() {
     assert_eq!(agg.assignment.placed.len(), 3);
 }
 
+/// Two nodes reserved for a gang from 600 s on: a job without a time limit may not use the
+/// free one, a job that ends before 600 s may. Rows that count every node for every job put
+/// the longer job on the reserved node (bound 9.0); the rows of the reserved nodes prove the
+/// plan that starts the short job optimal (2.52).
+#[test]
+fn a_job_that_would_outlast_a_reservation_gets_no_room_on_its_nodes() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "reserved-nodes",
+        "the reserved nodes count for a job that may not use them",
+    );
+    assert!(agg.assignment.placed.contains_key(&job(&inst, "short")));
+    assert_eq!(agg.assignment.placed.len(), 1);
+}
+
 /// A round of 520 nodes whose 6,000 jobs ask CPU and memory per GPU at random: at 16 levels an
 /// octave they would make more classes than the budget, so the levels get coarser until they
 /// fit; the relaxation of the coarser model still bounds the greedy plan and the placed

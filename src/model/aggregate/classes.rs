@@ -43,6 +43,7 @@ type Key = (
     i64,
     u64,
     u64,
+    u64,
 );
 
 /// The classes and what they ask of each type.
@@ -68,6 +69,9 @@ pub struct Demand {
     pub rack_rows: RackRows,
     /// The unit rows' left sides ([`unit_blocks`]).
     pub unit_rows: UnitRows,
+    /// Per type: (reservations whose nodes the class's jobs may use, as a bit mask; GPUs per
+    /// job; x_ct) of the classes of whole GPUs ([`super::reserved`]).
+    pub reserved_users: Vec<Vec<(u64, f64, Variable)>>,
     /// Per type: whether its units hold several nodes ([`unit_blocks::multi_node_types`]).
     multi_node: Vec<bool>,
 }
@@ -119,7 +123,7 @@ impl KeyRules {
 
 /// The class of a GPU job under these rules: its priority is the one standing for it
 /// ([`VictimPriorities::stand_in`]).
-fn key(topo: &Topology, job: &PendingJob, rules: &KeyRules) -> Key {
+fn key(inst: &Instance, topo: &Topology, job: &PendingJob, rules: &KeyRules) -> Key {
     let per_gpu = |limited: bool, total: u64| {
         if limited {
             rules.levels.of_amount(total / job.gpus.max(1) as u64)
@@ -137,6 +141,7 @@ fn key(topo: &Topology, job: &PendingJob, rules: &KeyRules) -> Key {
         rules.victims.stand_in(job.priority),
         per_gpu(rules.limited.0, job.cpu_milli),
         per_gpu(rules.limited.1, job.memory_mib),
+        inst.reserved_nodes_open_to(job),
     )
 }
 
@@ -157,7 +162,7 @@ pub fn granularity(inst: &Instance, topo: &Topology, rules: KeyRules) -> KeyRule
     let jobs: Vec<&PendingJob> = inst.pending.iter().filter(|j| j.gpus > 0).collect();
     let fits = |rules: &KeyRules| {
         let classes: std::collections::HashSet<Key> =
-            jobs.iter().map(|j| key(topo, j, rules)).collect();
+            jobs.iter().map(|j| key(inst, topo, j, rules)).collect();
         classes.len() <= CLASS_BUDGET
     };
     let mut tried: Option<VictimPriorities> = None;
@@ -202,13 +207,17 @@ pub fn build(
         if !spread_floor.can_start(job) {
             continue; // no placement of the job exists in any plan
         }
-        class_of.entry(key(topo, job, rules)).or_default().push(j);
+        class_of
+            .entry(key(inst, topo, job, rules))
+            .or_default()
+            .push(j);
     }
     let mut demand = Demand {
         type_users: vec![Vec::new(); ntypes],
         takes: (0..ntypes).map(|_| Vec::new()).collect(),
         tenant_starts: vec![Vec::new(); inst.tenants.len()],
         resource_users: vec![Vec::new(); ntypes],
+        reserved_users: vec![Vec::new(); ntypes],
         spread_floors: vec![0.0; inst.pending.len()],
         multi_node: unit_blocks::multi_node_types(topo),
         ..Demand::default()
@@ -349,10 +358,11 @@ fn gpu_class(
 /// What the class of `key` on type t (x_ct) asks of the GPU rows, the CPU and memory rows
 /// and the packing floor.
 fn record_uses(key: &Key, t: usize, x: Variable, demand: &mut Demand) {
-    let (_, gpus, milli, gpn, one_node, _, prio, cpu, mem) = key;
+    let (_, gpus, milli, gpn, one_node, _, prio, cpu, mem, open) = key;
     let per_job = milli.map_or(*gpus as f64, gpu_units);
     demand.type_users[t].push((*prio, per_job, x));
     if milli.is_none() {
+        demand.reserved_users[t].push((*open, *gpus as f64, x));
         let (piece, pieces) = match (gpn, one_node) {
             (_, true) => (*gpus, 1),
             (Some(k), false) => (*k, *gpus / k.max(&1)),

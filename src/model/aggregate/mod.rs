@@ -74,6 +74,7 @@ pub mod cpu_and_memory;
 pub mod node_levels;
 pub mod packing;
 pub mod rack_blocks;
+pub mod reserved;
 pub mod resource_sums;
 pub mod resources;
 pub mod sharer_bins;
@@ -200,8 +201,10 @@ pub fn build_with(inst: &Instance, topo: &Topology, form: Form) -> AggregateMode
         spread_floors,
         rack_rows,
         unit_rows,
+        reserved_users,
         ..
     } = demand;
+    reserved::add(inst, &supply.node_offers, &reserved_users, &mut m);
     slots::add(&supply.node_offers, level_rows, integer, &mut m);
     rack_blocks::add(inst, &supply.node_offers, rack_rows, &mut m);
     unit_blocks::add(topo, &supply.node_offers, unit_rows, &mut m);
