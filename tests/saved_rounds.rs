@@ -107,9 +107,9 @@ fn solve_within(inst: &Arc<Instance>, formulation: Formulation, seconds: u64) ->
 }
 
 /// Where the per-node model proves a round's optimum well within the round, `auto` reaches
-/// it too. The saved round made by `independent_rounds.py 120 60` has reservations, which the
-/// aggregated model does not know: its choice places far less than it is worth, and its
-/// repacking keeps nothing. The per-node model proves the optimum alone in about 0.6 s on
+/// it too. The saved round made by `independent_rounds.py 120 60` has reservations and many
+/// victims, whose per-node fit the aggregated model does not see: its choice places far less
+/// than it is worth, and its repacking keeps nothing. The per-node model proves the optimum alone in about 0.6 s on
 /// the 2-core development machine; `auto`, which once started it only after the aggregated
 /// path had used most of the round, ended 8% below it at 1 s and 2 s.
 #[test]

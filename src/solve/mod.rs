@@ -258,7 +258,7 @@ pub fn solve_with(
 /// The per-node model once started only after the aggregated path, from its plan, with the
 /// time that path left it. On a 52-node round made outside `gen` (200 pending, reservations,
 /// a 128-GPU gang) the per-node model alone proves the optimum (355.1) in 0.6 s, while the
-/// aggregated model, which knows no reservation, chose jobs worth 731, of which its second
+/// aggregated model, which then knew no reservation, chose jobs worth 731, of which its second
 /// stage placed 322, and repacking kept nothing in 0.52 s: the per-node model was left
 /// 0.09 s, and the round ended at 326.9, 18% from its bound. Started with the aggregated
 /// path, it ends at 355.1 (1 s). On 71 rounds of 4-192 nodes (the eleven families at 48

@@ -60,7 +60,8 @@
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`sharer_bins`] (sharers per GPU), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
 //! [`resource_sums`] (amounts per node), [`node_levels`] (each node's room split among pairs
-//! of levels, on rounds where it cuts the relaxation), [`slots`] (size levels), [`compact`],
+//! of levels, on rounds where it cuts the relaxation), [`reserved`] (reserved nodes for the
+//! jobs they do not take), [`slots`] (size levels), [`compact`],
 //! [`rack_blocks`] (whole nodes per rack), [`unit_blocks`] (free GPUs per NVLink unit),
 //! [`spread`],
 //! [`victim_spread`], [`unit_spread`] and [`packing`]; victims' need of outranking starts
