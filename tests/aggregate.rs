@@ -410,6 +410,22 @@ fn a_job_that_would_outlast_a_reservation_gets_no_room_on_its_nodes() {
     assert_eq!(agg.assignment.placed.len(), 1);
 }
 
+/// CPU-only jobs take CPU and memory of one node: two of 10 CPU do not fit beside a GPU job
+/// in the 14 CPU a node has left, and one of 300 CPU fits no node. Counted as started
+/// whatever the CPU left, they put the bound at 1.235; with the rows of the cluster's CPU
+/// and memory it proves the plan optimal (1.12).
+#[test]
+fn cpu_only_jobs_take_their_cpu_and_memory_in_the_bound() {
+    let (inst, agg) = aggregated_bound_proves_optimal(
+        "cpu-only-jobs",
+        "CPU-only jobs count as started whatever the CPU left",
+    );
+    for id in ["train", "etl-a"] {
+        assert!(agg.assignment.placed.contains_key(&job(&inst, id)), "{id}");
+    }
+    assert_eq!(agg.assignment.placed.len(), 2);
+}
+
 /// A round of 520 nodes whose 6,000 jobs ask CPU and memory per GPU at random: at 16 levels an
 /// octave they would make more classes than the budget, so the levels get coarser until they
 /// fit; the relaxation of the coarser model still bounds the greedy plan and the placed

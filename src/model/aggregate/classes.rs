@@ -72,6 +72,8 @@ pub struct Demand {
     /// Per type: (reservations whose nodes the class's jobs may use, as a bit mask; GPUs per
     /// job; x_ct) of the classes of whole GPUs ([`super::reserved`]).
     pub reserved_users: Vec<Vec<(u64, f64, Variable)>>,
+    /// (CPU, memory, n_c) of each CPU-only job's class ([`super::cpu_only`]).
+    pub cpu_only: Vec<(u64, u64, Variable)>,
     /// Per type: whether its units hold several nodes ([`unit_blocks::multi_node_types`]).
     multi_node: Vec<bool>,
 }
@@ -235,9 +237,18 @@ pub fn build(
         );
     }
     let int = |v: VariableDefinition| if integer { v.integer() } else { v };
-    // CPU-only jobs: value taken whole (they need no GPU), one class each.
-    for (j, _) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
+    // CPU-only jobs: one class each, their CPU and memory in the rows of [`super::cpu_only`];
+    // a job no node could ever hold has no class.
+    for (j, job) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
+        let holds = |n: &crate::instance::Node| {
+            n.cpu_milli.is_none_or(|c| c >= job.cpu_milli)
+                && n.memory_mib.is_none_or(|mm| mm >= job.memory_mib)
+        };
+        if !inst.nodes.iter().any(holds) {
+            continue;
+        }
         let n_c = m.problem.add(int(variable().min(0).max(1)));
+        demand.cpu_only.push((job.cpu_milli, job.memory_mib, n_c));
         let ranked = top_k_value(inst, spread_floor, &[j], n_c, &mut demand.spread_floors, m);
         demand.classes.push((ranked, n_c));
     }

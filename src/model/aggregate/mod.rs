@@ -59,6 +59,7 @@
 //! One file per constraint family, each with its math: [`supply`] (victims and what each type
 //! offers), [`classes`] (counts, values, what classes take), [`capacity`] (GPUs per type and
 //! priority), [`sharer_bins`] (sharers per GPU), [`resources`] (CPU and memory), [`cpu_and_memory`] (both on one node),
+//! [`cpu_only`] (CPU-only jobs in the cluster's CPU and memory),
 //! [`resource_sums`] (amounts per node), [`node_levels`] (each node's room split among pairs
 //! of levels, on rounds where it cuts the relaxation), [`reserved`] (reserved nodes for the
 //! jobs they do not take), [`slots`] (size levels), [`compact`],
@@ -72,6 +73,7 @@ pub mod capacity;
 pub mod classes;
 pub mod compact;
 pub mod cpu_and_memory;
+pub mod cpu_only;
 pub mod node_levels;
 pub mod packing;
 pub mod rack_blocks;
@@ -186,6 +188,7 @@ pub fn build_with(inst: &Instance, topo: &Topology, form: Form) -> AggregateMode
     let rooms = resources::add(inst, topo, &before, &supply, &demand.resource_users, &mut m);
     cpu_and_memory::add(&demand.resource_users, &rooms, &mut m);
     resource_sums::add(&demand.resource_users, &rooms, &mut m);
+    cpu_only::add(&demand.cpu_only, &demand.resource_users, &rooms, &mut m);
     let levels = node_levels::rows(&demand.resource_users, &rooms);
     let node_level_columns = levels.columns();
     let node_levels = form

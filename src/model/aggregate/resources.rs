@@ -159,6 +159,11 @@ pub struct Rooms {
 }
 
 impl Rooms {
+    /// Every node's CPU and memory rooms, by node index.
+    pub fn all(&self) -> (&[NodeRoom], &[NodeRoom]) {
+        (&self.cpu, &self.mem)
+    }
+
     /// The CPU and the memory rooms of type t's nodes, in the same node order.
     pub fn of_type(&self, t: usize) -> (Vec<&NodeRoom>, Vec<&NodeRoom>) {
         let nodes = &self.of_type[t];
