@@ -236,7 +236,8 @@ pub fn solve_with(
         return SolveOutcome::heuristic("greedy", greedy.assignment, greedy.objective);
     }
     let solved = match (mode, early) {
-        (Mode::PerNode, _) => per_node::solve(inst, topo, opts, backend, &budget, &greedy),
+        (Mode::PerNode, _) => per_node::start(inst, topo, opts, backend, &budget, &greedy)
+            .and_then(|running| running.finish(inst, topo)),
         (Mode::Both, early) => solve_both(early, inst, topo, opts, backend, &budget, &greedy),
         (_, Some(Ok(running))) => {
             aggregated::finish(running, inst, topo, &budget, &greedy, &backend)

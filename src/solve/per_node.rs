@@ -1,7 +1,7 @@
 //! The exact per-node MIP of a round ([`crate::model`]), solved on a thread of its own from a
-//! start plan, under the time the round's [`Budget`] leaves it: started and waited for in one
-//! go ([`solve`]), or started first and waited for later ([`start`], [`Running::finish`]), so
-//! that the round's thread can go on improving another plan while HiGHS works.
+//! start plan, under the time the round's [`Budget`] leaves it: started ([`start`]) and
+//! waited for later ([`Running::finish`]), so that the round's thread can go on with the
+//! aggregated path while HiGHS works.
 
 use super::{
     await_answer, check_columns, decode, Answered, BackendResult, BackendSettings, BackendStatus,
@@ -28,18 +28,6 @@ pub struct Running {
     until: Instant,
     /// The objective of its start, which its plan must reach to be kept.
     start_objective: f64,
-}
-
-/// The per-node MIP, started from `start` and waited for until the budget's work deadline.
-pub fn solve(
-    inst: &Arc<Instance>,
-    topo: &Arc<Topology>,
-    opts: &SolveOptions,
-    backend: Arc<dyn MipBackend>,
-    budget: &Budget,
-    start: &GreedyPlan,
-) -> Result<SolverPlan, Fallback> {
-    self::start(inst, topo, opts, backend, budget, start)?.finish(inst, topo)
 }
 
 /// Start the per-node MIP from `start` on a thread of its own, with the time left before
