@@ -33,9 +33,18 @@ fn saved_rounds() -> Vec<PathBuf> {
 }
 
 fn run(inst: &Arc<Instance>, topo: &Arc<Topology>, formulation: Formulation) -> SolveOutcome {
+    solve_within(inst, topo, formulation, Duration::from_millis(1500))
+}
+
+fn solve_within(
+    inst: &Arc<Instance>,
+    topo: &Arc<Topology>,
+    formulation: Formulation,
+    limit: Duration,
+) -> SolveOutcome {
     let opts = SolveOptions {
         formulation,
-        deadline: Instant::now() + Duration::from_millis(1500),
+        deadline: Instant::now() + limit,
         ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
     };
     solve(inst, topo, &opts)
@@ -96,16 +105,6 @@ fn every_waiting_job_of_a_saved_round_is_told_why() {
     }
 }
 
-fn solve_within(inst: &Arc<Instance>, formulation: Formulation, seconds: u64) -> SolveOutcome {
-    let topo = Arc::new(Topology::new(inst));
-    let opts = SolveOptions {
-        formulation,
-        deadline: Instant::now() + Duration::from_secs(seconds),
-        ..SolveOptions::from_policy(inst, PlannerKind::Ilp)
-    };
-    solve(inst, &topo, &opts)
-}
-
 /// Where the per-node model proves a round's optimum well within the round, `auto` reaches
 /// it too. The saved round made by `independent_rounds.py 120 60` has reservations and many
 /// victims, whose per-node fit the aggregated model does not see: its choice places far less
@@ -118,7 +117,8 @@ fn auto_reaches_the_optimum_the_per_node_model_proves_in_time() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("instances/bench");
     let path = dir.join("independent-52n-s120.json");
     let inst = Arc::new(load_instance_file(&path, &ModelLibrary::builtin()).expect("loads"));
-    let exact = solve_within(&inst, Formulation::PerNode, 10);
+    let topo = Arc::new(Topology::new(&inst));
+    let exact = solve_within(&inst, &topo, Formulation::PerNode, Duration::from_secs(10));
     let optimum_proven = exact
         .gap()
         .is_some_and(|gap| gap <= inst.policy.mip_gap + 1e-9);
@@ -127,7 +127,7 @@ fn auto_reaches_the_optimum_the_per_node_model_proves_in_time() {
         "the per-node model proves the round within its gap ({:?}, bound {:?})",
         exact.objective, exact.bound
     );
-    let auto = solve_within(&inst, Formulation::Auto, 2);
+    let auto = solve_within(&inst, &topo, Formulation::Auto, Duration::from_secs(2));
     assert!(
         auto.objective >= exact.objective - 1e-6 * exact.objective.abs(),
         "auto: {} against the per-node model's {} (bound {:?})",

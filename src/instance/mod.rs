@@ -81,6 +81,12 @@ impl Node {
     pub fn usable(&self) -> u32 {
         self.down.iter().filter(|d| !**d).count() as u32
     }
+
+    /// Whether the node's sizes hold `cpu` milli-CPU and `mem` MiB (a size not given holds
+    /// any amount), whatever runs on it now.
+    pub fn sizes_hold(&self, cpu: u64, mem: u64) -> bool {
+        self.cpu_milli.is_none_or(|c| c >= cpu) && self.memory_mib.is_none_or(|m| m >= mem)
+    }
 }
 
 /// A tenant.
@@ -305,10 +311,21 @@ impl Instance {
     /// reservation i (there are at most [`policy::MAX_RESERVATIONS`], 64). Jobs alike in
     /// everything else but this fit differently.
     pub fn reserved_nodes_open_to(&self, job: &PendingJob) -> u64 {
+        self.reservation_mask(|r| r.open_to(job))
+    }
+
+    /// Which of the round's reservations hold node n, as a bit mask of the same kind (a
+    /// node is reserved for one job at most: one bit, or none).
+    pub fn reservations_holding(&self, n: NodeIx) -> u64 {
+        self.reservation_mask(|r| r.is_reserved(n))
+    }
+
+    /// The reservations for which `pick` holds, as a bit mask: bit i for reservation i.
+    fn reservation_mask(&self, pick: impl Fn(&Reservation) -> bool) -> u64 {
         self.reservations
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.open_to(job))
+            .filter(|(_, r)| pick(r))
             .fold(0, |mask, (i, _)| {
                 mask | 1u64.checked_shl(i as u32).unwrap_or(0)
             })

@@ -1109,10 +1109,10 @@ fn resources_never_fit(inst: &Instance, job: &PendingJob, doms: &Domains) -> Opt
         .unwrap_or(if job.node_limit() == 1 { job.gpus } else { 1 });
     let cpu = resource_share(job.cpu_milli, on, job.gpus);
     let mem = resource_share(job.memory_mib, on, job.gpus);
-    let ok = doms.eligible.iter().any(|&n| {
-        inst.nodes[n].cpu_milli.is_none_or(|c| c >= cpu)
-            && inst.nodes[n].memory_mib.is_none_or(|m| m >= mem)
-    });
+    let ok = doms
+        .eligible
+        .iter()
+        .any(|&n| inst.nodes[n].sizes_hold(cpu, mem));
     (!ok).then(|| {
         format!(
             "needs at least {cpu} cpu_milli and {mem} memory_mib on each node it uses; no {}node has that much",

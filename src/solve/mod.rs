@@ -109,6 +109,12 @@ pub fn per_node_columns(inst: &Instance, topo: &Topology) -> usize {
 /// What a solver thread sends back: its answer, or the panic that stopped it.
 type ThreadAnswer<T> = std::thread::Result<crate::Result<T>>;
 
+/// `f` on this thread, a panic in it caught (a solver thread's work, so that a panic is
+/// its answer rather than a silent end).
+fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+}
+
 /// Wait up to `wait` for a solver thread's answer; when there is none, why.
 fn await_answer<T>(
     rx: &mpsc::Receiver<ThreadAnswer<T>>,

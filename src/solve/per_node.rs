@@ -4,8 +4,9 @@
 //! aggregated path while HiGHS works.
 
 use super::{
-    await_answer, check_columns, decode, Answered, BackendResult, BackendSettings, BackendStatus,
-    Budget, Fallback, GreedyPlan, MipBackend, SolveOptions, Solver, SolverPlan, ThreadAnswer,
+    await_answer, check_columns, decode, guarded, Answered, BackendResult, BackendSettings,
+    BackendStatus, Budget, Fallback, GreedyPlan, MipBackend, SolveOptions, Solver, SolverPlan,
+    ThreadAnswer,
 };
 use crate::assignment::Assignment;
 use crate::instance::Instance;
@@ -113,9 +114,7 @@ fn spawn(
     std::thread::Builder::new()
         .name("gangplan-mip".into())
         .spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                answer(&inst, &topo, &start, backend.as_ref(), &settings)
-            }));
+            let result = guarded(|| answer(&inst, &topo, &start, backend.as_ref(), &settings));
             let _ = tx.send(result);
         })?;
     Ok(rx)

@@ -240,11 +240,11 @@ pub fn build(
     // CPU-only jobs: one class each, their CPU and memory in the rows of [`super::cpu_only`];
     // a job no node could ever hold has no class.
     for (j, job) in inst.pending.iter().enumerate().filter(|(_, j)| j.gpus == 0) {
-        let holds = |n: &crate::instance::Node| {
-            n.cpu_milli.is_none_or(|c| c >= job.cpu_milli)
-                && n.memory_mib.is_none_or(|mm| mm >= job.memory_mib)
-        };
-        if !inst.nodes.iter().any(holds) {
+        if !inst
+            .nodes
+            .iter()
+            .any(|n| n.sizes_hold(job.cpu_milli, job.memory_mib))
+        {
             continue;
         }
         let n_c = m.problem.add(int(variable().min(0).max(1)));

@@ -35,16 +35,12 @@ pub fn add(
     if inst.reservations.is_empty() {
         return;
     }
-    let held_by = |n: usize| -> u64 {
-        inst.reservations
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.is_reserved(n))
-            .fold(0, |held, (i, _)| held | (1u64 << i))
-    };
     for (offers, users) in offers.iter().zip(users) {
         let masks: BTreeSet<u64> = users.iter().map(|u| u.0).collect();
-        let held: Vec<u64> = offers.iter().map(|o| held_by(o.node)).collect();
+        let held: Vec<u64> = offers
+            .iter()
+            .map(|o| inst.reservations_holding(o.node))
+            .collect();
         for mask in masks {
             let open = |h: u64| h & !mask == 0;
             let offering = |o: &NodeOffer| o.free > 0 || !o.victims.is_empty();

@@ -11,7 +11,7 @@
 //! and the better plan stays ([`super::finish`]).
 
 use super::super::{
-    BackendSettings, BackendStatus, Budget, MipBackend, SolveOptions, ThreadAnswer,
+    guarded, BackendSettings, BackendStatus, Budget, MipBackend, SolveOptions, ThreadAnswer,
 };
 use super::second_stage::{first_pass, Choice, StagePlan};
 use super::solves_relaxation;
@@ -106,9 +106,7 @@ impl Early {
             return;
         }
         let started = Instant::now();
-        let placed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            first_pass(inst, topo, &choice, self.until)
-        }));
+        let placed = guarded(|| first_pass(inst, topo, &choice, self.until));
         if let Ok(plan) = placed {
             tracing::debug!(
                 seconds = started.elapsed().as_secs_f64(),
@@ -220,11 +218,6 @@ fn relaxation_first(
     Some(bound.is_some_and(|bound| {
         guarded(|| node_levels_cut(inst, topo, backend, &first, bound)).unwrap_or(false)
     }))
-}
-
-/// `f`, a panic in it caught.
-fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
 }
 
 /// Least relative fall of the relaxation's bound for which the integer model takes the
